@@ -1,0 +1,62 @@
+# The commands in the README. `make demo` and `make test` do all the set-up themselves.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.candor-installed
+CORPUS := .candor/corpus/git-doc
+SHARED_EVAL ?= ../shared/eval
+
+# llama.cpp must not be built with -march=native here: these CPUs advertise AMX
+# and the VMs fault on it (SIGILL at the first inference). pip caches the wheel.
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON \
+	-DGGML_F16C=ON -DGGML_BMI2=ON -DLLAVA_BUILD=OFF
+
+.PHONY: install demo serve test lint typecheck unit corpus bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	CMAKE_BUILD_PARALLEL_LEVEL=2 CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" \
+		$(BIN)/pip install --quiet llama-cpp-python==0.3.36
+	$(BIN)/pip install --quiet -e '.[local,dev]'
+	$(BIN)/candor models
+	touch $@
+
+demo: install
+	$(BIN)/candor ingest docs
+	$(BIN)/candor serve --host 127.0.0.1 --port 8000
+
+serve: install
+	$(BIN)/candor serve --host 127.0.0.1 --port 8000
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: install
+	$(BIN)/mypy
+
+# The dev corpus (Git's HTML manual, GPL-2) comes from Debian's git-doc package.
+corpus: $(CORPUS)/git.html
+
+$(CORPUS)/git.html:
+	bash $(SHARED_EVAL)/fetch-git-doc.sh $(CORPUS)
+
+unit: install
+	$(BIN)/pytest -m "not slow"
+
+test: install corpus lint typecheck
+	CANDOR_TEST_CORPUS=$(CORPUS) $(BIN)/pytest
+
+bench: install corpus
+	$(BIN)/python bench/bench_embed.py $(CORPUS)
+	$(BIN)/python bench/bench_query.py $(CORPUS)
+	$(BIN)/python bench/bench_graph.py
+	$(BIN)/python bench/bench_llm.py
+	$(BIN)/python bench/bench_answer.py $(CORPUS)
+
+clean:
+	rm -rf $(VENV) .candor .mypy_cache .ruff_cache .pytest_cache

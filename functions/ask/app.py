@@ -1,0 +1,38 @@
+"""POST /ask and GET /health on AWS Lambda behind an API Gateway HTTP API.
+
+Thin: the FastAPI app comes from the candor library (the layer); Mangum
+translates API Gateway events. Dependencies are built once per container.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any, cast
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from mangum import Mangum
+
+from candor.api.app import create_app
+from candor.deps import Deps
+from candor.settings import get_settings
+
+logger = Logger(service="candor-ask")
+
+
+@cache
+def deps() -> Deps:
+    from candor.factory import build_deps
+
+    return build_deps(get_settings())
+
+
+app = create_app(deps)
+asgi = Mangum(app, lifespan="off")
+
+
+@logger.inject_lambda_context(clear_state=True)
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    # Mangum declares its own LambdaContext protocol; the runtime object is the same.
+    response: dict[str, Any] = asgi(event, cast(Any, context))
+    return response

@@ -1,0 +1,1 @@
+"""HTTP API: FastAPI routers shared by `candor serve` and the Lambda handlers."""

@@ -1,0 +1,68 @@
+"""Request and response bodies of the HTTP API."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field, field_validator
+
+from candor.graph.state import Decision
+
+SESSION_ID_PATTERN = r"^[A-Za-z0-9_-]{8,64}$"
+
+
+class AskRequest(BaseModel):
+    question: str = Field(min_length=1, max_length=1000, description="The visitor's message.")
+    session_id: str | None = Field(
+        default=None,
+        pattern=SESSION_ID_PATTERN,
+        description="Continue a conversation; omit to start a new one.",
+    )
+    top_k: int | None = Field(default=None, ge=1, le=10, description="Passages to retrieve.")
+
+    @field_validator("question")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("question must contain more than whitespace")
+        return value.strip()
+
+
+class CitationOut(BaseModel):
+    id: str
+    source: str
+    title: str
+    snippet: str
+
+
+class TraceStepOut(BaseModel):
+    node: str
+    ms: float
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float
+
+
+class AskResponse(BaseModel):
+    answer: str
+    decision: Decision
+    citations: list[CitationOut]
+    attempts: int
+    session_id: str
+    trace_id: str = Field(pattern=r"^[0-9a-f]{32}$")
+    trace: list[TraceStepOut]
+
+
+class ErrorResponse(BaseModel):
+    detail: str
+
+
+class DependencyHealth(BaseModel):
+    ok: bool
+    backend: str
+    detail: str = ""
+
+
+class HealthResponse(BaseModel):
+    status: Literal["ok", "degraded"]
+    dependencies: dict[str, DependencyHealth]

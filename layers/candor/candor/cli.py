@@ -1,0 +1,166 @@
+"""`candor`: ingest documents, ask questions, serve the HTTP API."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from candor.errors import CandorError, SessionEndedError
+from candor.settings import Settings
+
+EXIT_USAGE = 2
+EXIT_FAILED = 1
+
+
+def _settings() -> Settings:
+    try:
+        return Settings()
+    except ValidationError as error:
+        raise SystemExit(f"candor: invalid settings: {error}") from None
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from candor.factory import build_embedder, build_index
+    from candor.ingest.pipeline import ingest, iter_paths
+
+    missing = [p for p in args.paths if not p.exists()]
+    if missing:
+        print(f"candor: no such file or folder: {', '.join(map(str, missing))}", file=sys.stderr)
+        return EXIT_USAGE
+    settings = _settings()
+    embedder = build_embedder(settings)
+    index = build_index(settings, embedder)
+    documents = list(iter_paths(args.paths))
+    if not documents:
+        print("candor: no supported documents (.md, .txt, .html) found", file=sys.stderr)
+        return EXIT_USAGE
+    progress = _progress_bar(len(documents), enabled=not args.json)
+    try:
+        report = ingest(documents, embedder=embedder, index=index, progress=progress.update)
+    finally:
+        progress.close()
+    summary = report.to_json()
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        print(
+            f"ingested {summary['documents']} documents into {summary['chunks']} chunks "
+            f"in {report.seconds:.1f} s ({settings.index_path}); "
+            f"{len(report.failures)} failed"
+        )
+        for source, reason in report.failures:
+            print(f"  failed: {source}: {reason}", file=sys.stderr)
+    return EXIT_FAILED if report.failures and not report.chunks else 0
+
+
+class _NoBar:
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _progress_bar(total: int, *, enabled: bool) -> _NoBar:
+    if not enabled or not sys.stderr.isatty():
+        return _NoBar()
+    from tqdm import tqdm
+
+    bar: _NoBar = tqdm(total=total, unit="doc", desc="ingest", file=sys.stderr)  # type: ignore[assignment]
+    return bar
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    from candor.api.schemas import AskRequest, AskResponse
+    from candor.factory import build_deps
+    from candor.service import ask
+
+    try:
+        request = AskRequest(question=args.question, session_id=args.session, top_k=args.top_k)
+    except ValidationError as error:
+        reasons = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
+        print(f"candor: {reasons}", file=sys.stderr)
+        return EXIT_USAGE
+    deps = build_deps(_settings())
+    if deps.index.count() == 0:
+        print("candor: the index is empty; run `candor ingest PATH` first", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        result = asyncio.run(
+            ask(deps, request.question, session_id=request.session_id, top_k=request.top_k)
+        )
+    except SessionEndedError as error:
+        print(f"candor: {error}", file=sys.stderr)
+        return EXIT_FAILED
+    response = AskResponse.model_validate(result.to_json())
+    if args.json:
+        print(response.model_dump_json())
+        return 0
+    print(response.answer)
+    for number, citation in enumerate(response.citations, start=1):
+        print(f"  [{number}] {citation.title or citation.source} ({citation.source})")
+    seconds = sum(step.ms for step in response.trace) / 1000
+    print(f"  -- {response.decision}, {seconds:.1f} s, session {response.session_id}")
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from candor.api.local import create_local_app
+
+    app = create_local_app(_settings())
+    print(
+        f"candor is serving on http://{args.host}:{args.port}  (API docs: /docs)\n"
+        f"  ask:  curl -s http://{args.host}:{args.port}/ask -H 'content-type: application/json' "
+        '-d \'{"question": "How do I undo my last commit?"}\'',
+        file=sys.stderr,
+    )
+    uvicorn.run(app, host=args.host, port=args.port, log_level="info")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="candor",
+        description="Answers from your documents with citations, or declines honestly.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    ingest = commands.add_parser("ingest", help="add documents (.md, .txt, .html) to the index")
+    ingest.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+    ingest.add_argument("--json", action="store_true", help="print counts as JSON")
+    ingest.set_defaults(run=cmd_ingest)
+
+    ask = commands.add_parser("ask", help="ask one question")
+    ask.add_argument("question")
+    ask.add_argument("--session", help="continue a conversation")
+    ask.add_argument("--top-k", type=int, default=None, help="passages to retrieve (1-10)")
+    ask.add_argument("--json", action="store_true", help="print the POST /ask response")
+    ask.set_defaults(run=cmd_ask)
+
+    serve = commands.add_parser("serve", help="serve the HTTP API")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.set_defaults(run=cmd_serve)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        code: int = args.run(args)
+    except CandorError as error:
+        print(f"candor: {error}", file=sys.stderr)
+        return EXIT_FAILED
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

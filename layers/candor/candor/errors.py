@@ -1,0 +1,29 @@
+"""Library errors. Handlers map these to responses in one place."""
+
+
+class CandorError(Exception):
+    """Base class for every error candor raises on purpose."""
+
+
+class ConfigurationError(CandorError):
+    """The settings cannot build a working system (missing file, bad value)."""
+
+
+class ModelError(CandorError):
+    """A chat model or embedder call failed (timeout, bad output, provider error)."""
+
+
+class IndexError_(CandorError):
+    """The vector index refused or failed an operation."""
+
+
+class SessionEndedError(CandorError):
+    """The session was ended by moderation; later requests on it are refused."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"session {session_id} was ended after repeated abuse")
+        self.session_id = session_id
+
+
+class IngestError(CandorError):
+    """One document could not be ingested; the reason says why."""

@@ -1,0 +1,1 @@
+"""The agent graph: moderate -> route -> retrieve -> grade -> rewrite -> generate."""

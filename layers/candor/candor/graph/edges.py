@@ -1,0 +1,44 @@
+"""Edges: pure functions of the state that name the next node."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from candor.graph.state import GraphState
+
+Node = Literal["moderate", "route", "retrieve", "grade", "rewrite", "generate", "END"]
+
+
+def after_moderate(state: GraphState) -> Node:
+    return "END" if state.decision in ("warned", "ended") else "route"
+
+
+def after_route(state: GraphState) -> Node:
+    match state.decision:
+        case "smalltalk":
+            return "generate"
+        case "code_refused":
+            return "END"
+        case None:
+            return "retrieve"
+        case other:
+            raise ValueError(f"route left an unexpected decision: {other!r}")
+
+
+def after_retrieve(state: GraphState) -> Node:
+    return "grade"
+
+
+def after_grade(state: GraphState, *, max_attempts: int) -> Node:
+    """Rewrite and retry while attempts remain; the cap makes the loop finite."""
+    if state.answerable:
+        return "generate"
+    return "rewrite" if state.attempts < max_attempts else "generate"
+
+
+def after_rewrite(state: GraphState) -> Node:
+    return "retrieve"
+
+
+def after_generate(state: GraphState) -> Node:
+    return "END"

@@ -1,0 +1,157 @@
+"""The graph's nodes: `async def node(state, deps) -> Update`.
+
+A node reads the state, may call ports, and returns only the fields it changes.
+Blocking port calls (embedding, index, state store) run in a worker thread so
+that a server keeps serving other requests meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+from candor import retrieval
+from candor.deps import Deps
+from candor.graph import prompts
+from candor.graph.schemas import Grade, Rewrite, Triage
+from candor.graph.state import Citation, GraphState, Update
+
+SNIPPET_CHARS = 240
+CITATION = re.compile(r"\[(\d{1,2})\]")
+
+
+async def moderate(state: GraphState, deps: Deps) -> Update:
+    """Judge the new message alone; the verdict on abuse ignores the history.
+
+    One structured call also classifies the message's kind, so that route needs
+    no call of its own.
+    """
+    verdict = (await deps.chat.structured(prompts.triage(state.question), Triage)).value
+    if not verdict.abusive:
+        return {"intent": verdict.kind}
+    status = await asyncio.to_thread(deps.state.record_offence, state.session_id)
+    if status == "ended":
+        return {"intent": verdict.kind, "decision": "ended", "answer": prompts.ended()}
+    return {"intent": verdict.kind, "decision": "warned", "answer": prompts.warning()}
+
+
+async def route(state: GraphState, deps: Deps) -> Update:
+    """Pick the path. A follow-up borrows the topic of the last answered question."""
+    settings = deps.settings
+    match state.intent:
+        case "greeting":
+            return {"decision": "smalltalk"}
+        case "contact":
+            return {"decision": "smalltalk", "answer": prompts.contact_reply(settings.contact)}
+        case "code_request":
+            return {
+                "decision": "code_refused",
+                "answer": prompts.code_refusal(settings.site_name, settings.contact),
+            }
+        case "follow_up":
+            topic = next((t.question for t in reversed(state.history) if t.question), "")
+            query = f"{topic} {state.question}".strip()
+            return {"query": query}
+        case _:
+            return {"query": state.question}
+
+
+async def retrieve(state: GraphState, deps: Deps) -> Update:
+    settings = deps.settings
+    hits = await asyncio.to_thread(
+        retrieval.search,
+        state.query,
+        embedder=deps.embedder,
+        index=deps.index,
+        reranker=deps.reranker,
+        top_k=state.top_k,
+        candidates=settings.candidates,
+        rrf_k=settings.rrf_k,
+        strategy="hybrid_rerank" if deps.reranker is not None else "hybrid",
+    )
+    return {
+        "passages": tuple(hits),
+        "attempts": state.attempts + 1,
+        "queries": (*state.queries, state.query),
+    }
+
+
+def subject(state: GraphState) -> str:
+    # A follow-up ("tell me more") is answered as the question it continues.
+    return state.query if state.intent == "follow_up" else state.question
+
+
+async def grade(state: GraphState, deps: Deps) -> Update:
+    """A separate, strict judgement: can these passages answer the question?"""
+    if not state.passages:
+        return {"answerable": False}
+    text = prompts.format_passages(state.passages, deps.settings.passage_chars)
+    verdict = await deps.chat.structured(prompts.grade(text, subject(state)), Grade)
+    return {"answerable": verdict.value.answerable}
+
+
+async def rewrite(state: GraphState, deps: Deps) -> Update:
+    new = await deps.chat.structured(
+        prompts.rewrite(subject(state), state.queries), Rewrite, max_tokens=48
+    )
+    query = new.value.query.strip()
+    if query in state.queries:
+        # Searching the same words again cannot find anything new; widen instead.
+        query = f"{query} {state.question}"
+    return {"query": query}
+
+
+async def generate(state: GraphState, deps: Deps) -> Update:
+    """Exactly one behaviour: converse, answer with citations, or decline."""
+    settings = deps.settings
+    if state.decision == "smalltalk":
+        if state.answer:  # a fixed reply, such as the contact details
+            return {}
+        reply = await deps.chat.text(
+            prompts.converse(state.question, settings.site_name), max_tokens=60
+        )
+        return {"answer": reply.text.strip()}
+    decline: Update = {
+        "decision": "declined",
+        "answer": prompts.decline(settings.site_name, settings.contact),
+    }
+    if not state.answerable:
+        return decline
+    text = prompts.format_passages(state.passages, settings.passage_chars)
+    reply = await deps.chat.text(
+        prompts.answer(text, subject(state)), max_tokens=settings.answer_max_tokens
+    )
+    answer, citations = cite(reply.text, state)
+    if not citations:
+        # An answer that points at no passage cannot be checked by the reader.
+        return decline
+    return {"decision": "answered", "answer": answer, "citations": citations}
+
+
+def cite(text: str, state: GraphState) -> tuple[str, tuple[Citation, ...]]:
+    """Keep only citation markers that name a passage the model was given.
+
+    Markers are renumbered in order of first use so the reader sees [1], [2], ...
+    matching the citations list.
+    """
+    numbering: dict[int, int] = {}
+    citations: list[Citation] = []
+
+    def renumber(match: re.Match[str]) -> str:
+        given = int(match.group(1))
+        if not 1 <= given <= len(state.passages):
+            return ""
+        if given not in numbering:
+            chunk = state.passages[given - 1].chunk
+            numbering[given] = len(numbering) + 1
+            citations.append(Citation(chunk.id, chunk.source, chunk.title, _snippet(chunk.text)))
+        return f"[{numbering[given]}]"
+
+    cleaned = CITATION.sub(renumber, text.strip())
+    cleaned = re.sub(r"[ \t]+([.,;:])", r"\1", cleaned)
+    return cleaned.strip(), tuple(citations)
+
+
+def _snippet(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= SNIPPET_CHARS else flat[: SNIPPET_CHARS - 1].rstrip() + "…"

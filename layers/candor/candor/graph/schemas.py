@@ -1,0 +1,20 @@
+"""Structured outputs of the model's decisions. Field order is the order the model writes."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from candor.graph.state import Intent
+
+
+class Triage(BaseModel):
+    abusive: bool
+    kind: Intent
+
+
+class Grade(BaseModel):
+    answerable: bool
+
+
+class Rewrite(BaseModel):
+    query: str = Field(min_length=1, max_length=200)

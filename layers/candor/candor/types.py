@@ -1,0 +1,69 @@
+"""Value types shared by the ports, the graph and the API."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal, TypedDict
+
+MetadataValue = str | int | float | bool
+Metadata = Mapping[str, MetadataValue]
+
+
+class Message(TypedDict):
+    """One chat message, as every chat model takes it."""
+
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """What one model call consumed. cost_usd comes from the settings' price table."""
+
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    calls: int = 1
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.tokens_in + other.tokens_in,
+            self.tokens_out + other.tokens_out,
+            self.cost_usd + other.cost_usd,
+            self.calls + other.calls,
+        )
+
+
+NO_USAGE = Usage(calls=0)
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """A passage of a document, the unit that is embedded, indexed and cited.
+
+    `id` is `md5(source)-chunkIndex`, so that a document's chunks share a prefix.
+    """
+
+    id: str
+    text: str
+    source: str
+    title: str = ""
+    heading: str = ""
+    metadata: Metadata = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """A chunk found by a search, with the score of the ranking that found it."""
+
+    chunk: Chunk
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class Rankings:
+    """The two rankings one index query returns; fusion happens in candor.retrieval."""
+
+    dense: list[Hit]
+    keyword: list[Hit]

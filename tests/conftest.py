@@ -1,0 +1,82 @@
+"""Shared fixtures: a small real index and state store, and a scripted chat model."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from candor.backends.hashing_embedder import HashingEmbedder
+from candor.backends.sqlite_index import SqliteVectorIndex
+from candor.backends.sqlite_state import SqliteStateStore
+from candor.deps import Deps
+from candor.settings import Settings
+from candor.types import Chunk
+from tests.fakes import ScriptedChatModel
+
+PASSAGES = [
+    Chunk(
+        "a1-0",
+        "--force-with-lease protects the remote ref: the push is refused unless the "
+        "remote ref still points at the commit your remote-tracking branch records.",
+        "git-push.html",
+        "git-push(1)",
+        "OPTIONS > --force-with-lease",
+    ),
+    Chunk(
+        "b2-0",
+        "git commit --amend replaces the tip of the current branch with a new commit, "
+        "so you can fix a typo in the last commit message.",
+        "git-commit.html",
+        "git-commit(1)",
+        "OPTIONS > --amend",
+    ),
+    Chunk(
+        "c3-0",
+        "git bisect run uses the exit code of the script: 125 means the commit cannot "
+        "be tested and should be skipped.",
+        "git-bisect.html",
+        "git-bisect(1)",
+        "Bisect run",
+    ),
+]
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(
+        data_dir=tmp_path / "data",
+        embedder_backend="hashing",
+        site_name="Example Docs",
+        contact="help@example.com",
+        max_attempts=2,
+        top_k=3,
+    )
+
+
+@pytest.fixture
+def index(settings: Settings) -> Iterator[SqliteVectorIndex]:
+    embedder = HashingEmbedder()
+    index = SqliteVectorIndex(settings.index_path, embedder.dimensions, embedder=embedder.name)
+    index.upsert(PASSAGES, embedder.embed([c.text for c in PASSAGES]))
+    yield index
+    index.close()
+
+
+@pytest.fixture
+def state(settings: Settings) -> Iterator[SqliteStateStore]:
+    store = SqliteStateStore(settings.state_path)
+    yield store
+    store.close()
+
+
+MakeDeps = Callable[[ScriptedChatModel], Deps]
+
+
+@pytest.fixture
+def make_deps(settings: Settings, index: SqliteVectorIndex, state: SqliteStateStore) -> MakeDeps:
+    def make(chat: ScriptedChatModel) -> Deps:
+        return Deps(settings, chat, HashingEmbedder(), index, None, state)
+
+    return make

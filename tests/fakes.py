@@ -1,0 +1,70 @@
+"""Test doubles that implement candor's ports for real (no MagicMock of our own ports)."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from candor.errors import ModelError
+from candor.ports import Structured, Text
+from candor.types import Message, Usage
+
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass
+class Call:
+    kind: str  # the schema's class name, or "text"
+    messages: Sequence[Message]
+
+
+@dataclass
+class ScriptedChatModel:
+    """A ChatModel that answers from a script, in order, per schema (or "text").
+
+    An unscripted call fails the test: every model call a test causes must be expected.
+    """
+
+    script: dict[str, list[Any]] = field(default_factory=dict)
+    name: str = "scripted"
+    cost_per_call: float = 0.0
+    calls: list[Call] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._queues = {kind: deque(items) for kind, items in self.script.items()}
+
+    def _next(self, kind: str, messages: Sequence[Message]) -> Any:
+        self.calls.append(Call(kind, list(messages)))
+        queue = self._queues.get(kind)
+        if not queue:
+            raise AssertionError(f"unexpected {kind} call: {messages[-1]['content'][:200]!r}")
+        item = queue.popleft()
+        if isinstance(item, Exception):
+            raise item
+        return item
+
+    def _usage(self, messages: Sequence[Message], output: str) -> Usage:
+        tokens_in = sum(len(m["content"]) for m in messages) // 4 + 1
+        return Usage(tokens_in, len(output) // 4 + 1, self.cost_per_call)
+
+    async def structured(
+        self, messages: Sequence[Message], schema: type[M], *, max_tokens: int = 128
+    ) -> Structured[M]:
+        item = self._next(schema.__name__, messages)
+        value = item if isinstance(item, schema) else schema.model_validate(item)
+        return Structured(value, self._usage(messages, value.model_dump_json()))
+
+    async def text(self, messages: Sequence[Message], *, max_tokens: int = 256) -> Text:
+        item = self._next("text", messages)
+        return Text(str(item), self._usage(messages, str(item)))
+
+    def kinds(self) -> list[str]:
+        return [call.kind for call in self.calls]
+
+
+def model_failure(reason: str = "the model timed out") -> ModelError:
+    return ModelError(reason)

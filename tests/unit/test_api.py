@@ -1,0 +1,100 @@
+"""POST /ask and GET /health through FastAPI, with the embedded backends and a scripted model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from candor.api.app import create_app
+from tests.conftest import MakeDeps
+from tests.fakes import ScriptedChatModel
+
+pytestmark = pytest.mark.unit
+
+ANSWERING: dict[str, list[Any]] = {
+    "Triage": [{"abusive": False, "kind": "question"}],
+    "Grade": [{"answerable": True}],
+    "text": ["It refuses to overwrite work you have not seen [1]."],
+}
+
+
+def client(make_deps: MakeDeps, chat: ScriptedChatModel) -> TestClient:
+    deps = make_deps(chat)
+    return TestClient(create_app(lambda: deps))
+
+
+def test_ask_returns_the_documented_response_shape(make_deps: MakeDeps) -> None:
+    response = client(make_deps, ScriptedChatModel(ANSWERING)).post(
+        "/ask", json={"question": "What does --force-with-lease do?"}
+    )
+    assert response.status_code == 200
+    body = response.json()
+    assert set(body) == {
+        "answer",
+        "decision",
+        "citations",
+        "attempts",
+        "session_id",
+        "trace_id",
+        "trace",
+    }
+    assert body["decision"] == "answered"
+    assert set(body["citations"][0]) == {"id", "source", "title", "snippet"}
+    assert set(body["trace"][0]) == {"node", "ms", "tokens_in", "tokens_out", "cost_usd"}
+    assert len(body["trace_id"]) == 32
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        ({}, "question"),
+        ({"question": ""}, "at least 1 character"),
+        ({"question": "   "}, "more than whitespace"),
+        ({"question": "x" * 1001}, "at most 1000 characters"),
+        ({"question": "ok?", "top_k": 0}, "greater than or equal to 1"),
+        ({"question": "ok?", "top_k": 11}, "less than or equal to 10"),
+        ({"question": "ok?", "session_id": "../../etc"}, "session_id"),
+    ],
+)
+def test_invalid_input_is_rejected_with_a_reason(
+    make_deps: MakeDeps, body: dict[str, object], reason: str
+) -> None:
+    chat = ScriptedChatModel({})
+    response = client(make_deps, chat).post("/ask", json=body)
+    assert response.status_code == 422
+    assert reason in response.text
+    assert chat.calls == []
+
+
+def test_ended_session_is_refused_with_403_and_a_reason(make_deps: MakeDeps) -> None:
+    abusive = {"abusive": True, "kind": "question"}
+    http = client(make_deps, ScriptedChatModel({"Triage": [abusive, abusive]}))
+    first = http.post("/ask", json={"question": "You idiot."}).json()
+    http.post("/ask", json={"question": "Moron.", "session_id": first["session_id"]})
+    refused = http.post("/ask", json={"question": "Hello?", "session_id": first["session_id"]})
+    assert refused.status_code == 403
+    assert "ended" in refused.json()["detail"]
+
+
+def test_model_failure_is_a_502_with_a_reason(make_deps: MakeDeps) -> None:
+    from candor.errors import ModelError
+
+    http = client(make_deps, ScriptedChatModel({"Triage": [ModelError("timed out")]}))
+    response = http.post("/ask", json={"question": "What does --force-with-lease do?"})
+    assert response.status_code == 502
+    assert "timed out" in response.json()["detail"]
+
+
+def test_health_reports_each_dependency(make_deps: MakeDeps) -> None:
+    body = client(make_deps, ScriptedChatModel({})).get("/health").json()
+    assert body["status"] == "ok"
+    assert set(body["dependencies"]) == {"index", "embedder", "chat", "state"}
+    assert body["dependencies"]["index"]["detail"] == "3 chunks"
+
+
+def test_openapi_docs_are_served(make_deps: MakeDeps) -> None:
+    http = client(make_deps, ScriptedChatModel({}))
+    assert http.get("/docs").status_code == 200
+    assert "/ask" in http.get("/openapi.json").json()["paths"]

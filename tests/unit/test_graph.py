@@ -1,0 +1,232 @@
+"""The graph with a scripted model: each path, the loop cap, moderation, citations."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from candor import service
+from candor.errors import ModelError, SessionEndedError
+from candor.graph import edges
+from candor.graph.state import GraphState
+from candor.service import AskResult
+from tests.conftest import MakeDeps
+from tests.fakes import ScriptedChatModel
+
+pytestmark = pytest.mark.unit
+
+QUESTION = {"abusive": False, "kind": "question"}
+
+
+def ask(deps_for: MakeDeps, chat: ScriptedChatModel, question: str, **kw: object) -> AskResult:
+    return asyncio.run(service.ask(deps_for(chat), question, **kw))  # type: ignore[arg-type]
+
+
+def nodes(result: AskResult) -> list[str]:
+    return [step.node for step in result.trace]
+
+
+def test_answerable_question_is_answered_with_citations_to_retrieved_passages(
+    make_deps: MakeDeps,
+) -> None:
+    chat = ScriptedChatModel(
+        {
+            "Triage": [QUESTION],
+            "Grade": [{"answerable": True}],
+            "text": ["Use --force-with-lease; it refuses to overwrite unseen work [1]."],
+        }
+    )
+    result = ask(make_deps, chat, "What does --force-with-lease do?")
+    assert result.decision == "answered"
+    assert nodes(result) == ["moderate", "route", "retrieve", "grade", "generate"]
+    assert [c.source for c in result.citations] == ["git-push.html"]
+    assert result.answer.endswith("[1].")
+    assert result.attempts == 1
+
+
+def test_citations_only_reference_passages_that_were_retrieved(make_deps: MakeDeps) -> None:
+    chat = ScriptedChatModel(
+        {
+            "Triage": [QUESTION],
+            "Grade": [{"answerable": True}],
+            "text": ["Amend the commit [2]. Also see [9] and [0]."],
+        }
+    )
+    result = ask(make_deps, chat, "How do I fix a typo in my last commit message?", top_k=3)
+    prompt = chat.calls[-1].messages[-1]["content"]
+    assert len(result.citations) == 1
+    assert result.citations[0].id in prompt or result.citations[0].title in prompt
+    assert "[9]" not in result.answer and "[0]" not in result.answer
+    assert "[1]" in result.answer  # renumbered to match the citations list
+
+
+def test_answer_without_any_valid_citation_is_declined(make_deps: MakeDeps) -> None:
+    chat = ScriptedChatModel(
+        {"Triage": [QUESTION], "Grade": [{"answerable": True}], "text": ["Just do it."]}
+    )
+    result = ask(make_deps, chat, "What does --force-with-lease do?")
+    assert result.decision == "declined"
+    assert result.citations == ()
+
+
+def test_rewrite_loop_stops_at_the_cap_and_declines(make_deps: MakeDeps) -> None:
+    chat = ScriptedChatModel(
+        {
+            "Triage": [QUESTION],
+            "Grade": [{"answerable": False}] * 5,
+            "Rewrite": [{"query": "git undo command options"}] * 5,
+        }
+    )
+    result = ask(make_deps, chat, "What options does git undo accept?")
+    assert result.decision == "declined"
+    assert result.attempts == 2
+    assert nodes(result).count("retrieve") == 2
+    assert nodes(result).count("rewrite") == 1
+    assert chat.kinds() == ["Triage", "Grade", "Rewrite", "Grade"]
+
+
+def test_decline_names_the_configured_contact_verbatim(make_deps: MakeDeps) -> None:
+    chat = ScriptedChatModel(
+        {"Triage": [QUESTION], "Grade": [{"answerable": False}] * 2, "Rewrite": [{"query": "x"}]}
+    )
+    result = ask(make_deps, chat, "How do I set up GitLab 2FA?")
+    assert "help@example.com" in result.answer
+
+
+def test_rewrite_that_succeeds_goes_on_to_answer(make_deps: MakeDeps) -> None:
+    chat = ScriptedChatModel(
+        {
+            "Triage": [QUESTION],
+            "Grade": [{"answerable": False}, {"answerable": True}],
+            "Rewrite": [{"query": "git commit --amend message"}],
+            "text": ["Run git commit --amend [1]."],
+        }
+    )
+    result = ask(make_deps, chat, "typo in last commit msg")
+    assert result.decision == "answered"
+    assert result.attempts == 2
+    rewrite_prompt = chat.calls[2].messages[-1]["content"]
+    assert "typo in last commit msg" in rewrite_prompt
+
+
+def test_greeting_never_retrieves(make_deps: MakeDeps) -> None:
+    chat = ScriptedChatModel(
+        {"Triage": [{"abusive": False, "kind": "greeting"}], "text": ["Hello! Ask me anything."]}
+    )
+    result = ask(make_deps, chat, "Hi there!")
+    assert result.decision == "smalltalk"
+    assert "retrieve" not in nodes(result)
+    assert result.attempts == 0
+    assert result.citations == ()
+
+
+def test_code_request_is_refused_without_retrieval_or_generation(make_deps: MakeDeps) -> None:
+    chat = ScriptedChatModel({"Triage": [{"abusive": False, "kind": "code_request"}]})
+    result = ask(make_deps, chat, "Fix my script: Traceback (most recent call last) ...")
+    assert result.decision == "code_refused"
+    assert nodes(result) == ["moderate", "route"]
+    assert chat.kinds() == ["Triage"]
+    assert "help@example.com" in result.answer
+
+
+def test_contact_request_gets_the_configured_contact_without_generation(
+    make_deps: MakeDeps,
+) -> None:
+    chat = ScriptedChatModel({"Triage": [{"abusive": False, "kind": "contact"}]})
+    result = ask(make_deps, chat, "How can I talk to a human?")
+    assert "help@example.com" in result.answer
+    assert chat.kinds() == ["Triage"]
+
+
+def test_first_abusive_message_warns_and_second_ends_the_session(make_deps: MakeDeps) -> None:
+    abusive = {"abusive": True, "kind": "question"}
+    chat = ScriptedChatModel({"Triage": [abusive, abusive]})
+    first = ask(make_deps, chat, "You are a useless bot.")
+    assert first.decision == "warned"
+    second = ask(make_deps, chat, "Still useless, idiot.", session_id=first.session_id)
+    assert second.decision == "ended"
+    with pytest.raises(SessionEndedError):
+        ask(make_deps, chat, "What does --force-with-lease do?", session_id=first.session_id)
+    assert chat.kinds() == ["Triage", "Triage"]  # the refused request made no model call
+
+
+def test_a_warned_session_that_behaves_is_answered_normally(make_deps: MakeDeps) -> None:
+    chat = ScriptedChatModel(
+        {
+            "Triage": [{"abusive": True, "kind": "question"}, QUESTION],
+            "Grade": [{"answerable": True}],
+            "text": ["Use git commit --amend [1]."],
+        }
+    )
+    first = ask(make_deps, chat, "Answer faster, moron.")
+    second = ask(make_deps, chat, "How do I amend a commit?", session_id=first.session_id)
+    assert second.decision == "answered"
+
+
+def test_moderation_sees_the_new_message_alone(make_deps: MakeDeps) -> None:
+    chat = ScriptedChatModel(
+        {
+            "Triage": [QUESTION, QUESTION],
+            "Grade": [{"answerable": True}] * 2,
+            "text": ["Amend it [1].", "Amend it [1]."],
+        }
+    )
+    first = ask(make_deps, chat, "How do I amend a commit message?")
+    ask(make_deps, chat, "And the author?", session_id=first.session_id)
+    second_triage = [c for c in chat.calls if c.kind == "Triage"][1]
+    text = " ".join(m["content"] for m in second_triage.messages)
+    assert "amend a commit message" not in text
+
+
+def test_follow_up_uses_the_previous_question_as_its_topic(make_deps: MakeDeps) -> None:
+    chat = ScriptedChatModel(
+        {
+            "Triage": [QUESTION, {"abusive": False, "kind": "follow_up"}],
+            "Grade": [{"answerable": True}] * 2,
+            "text": ["It skips [1].", "Exit code 125 skips the commit [1]."],
+        }
+    )
+    first = ask(make_deps, chat, "What does exit code 125 mean for git bisect run?")
+    second = ask(make_deps, chat, "tell me more", session_id=first.session_id)
+    grade_prompt = [c for c in chat.calls if c.kind == "Grade"][1].messages[-1]["content"]
+    assert "exit code 125" in grade_prompt
+    assert second.citations[0].source == "git-bisect.html"
+
+
+def test_trace_records_tokens_and_cost_per_node(make_deps: MakeDeps) -> None:
+    chat = ScriptedChatModel(
+        {
+            "Triage": [QUESTION],
+            "Grade": [{"answerable": True}],
+            "text": ["Use --force-with-lease [1]."],
+        },
+        cost_per_call=0.001,
+    )
+    result = ask(make_deps, chat, "What does --force-with-lease do?")
+    by_node = {step.node: step for step in result.trace}
+    assert by_node["route"].tokens_in == 0 and by_node["retrieve"].cost_usd == 0
+    assert by_node["grade"].tokens_in > 0 and by_node["generate"].tokens_out > 0
+    assert sum(step.cost_usd for step in result.trace) == pytest.approx(0.003)
+    assert len(result.trace_id) == 32
+
+
+def test_model_failure_surfaces_as_a_model_error(make_deps: MakeDeps) -> None:
+    chat = ScriptedChatModel({"Triage": [ModelError("timed out")]})
+    with pytest.raises(ModelError):
+        ask(make_deps, chat, "What does --force-with-lease do?")
+
+
+@pytest.mark.parametrize(
+    ("attempts", "answerable", "expected"),
+    [(1, True, "generate"), (1, False, "rewrite"), (2, False, "generate"), (3, False, "generate")],
+)
+def test_after_grade_edge(attempts: int, answerable: bool, expected: str) -> None:
+    state = GraphState("q", "s", 3, attempts=attempts, answerable=answerable)
+    assert edges.after_grade(state, max_attempts=2) == expected
+
+
+def test_after_route_edge_rejects_an_unexpected_decision() -> None:
+    state = GraphState("q", "s", 3, decision="answered")
+    with pytest.raises(ValueError, match="unexpected decision"):
+        edges.after_route(state)
