@@ -35,6 +35,7 @@ serve: install
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/cfn-lint infra/template.yaml
 
 typecheck: install
 	$(BIN)/mypy

