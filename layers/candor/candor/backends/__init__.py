@@ -1,0 +1,1 @@
+"""Backends: one module per implementation of a port in candor.ports."""

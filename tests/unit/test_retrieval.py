@@ -1,0 +1,260 @@
+"""Hybrid retrieval: Reciprocal Rank Fusion, and search over a real embedded index."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from candor.backends.sqlite_index import SqliteVectorIndex
+from candor.retrieval import rrf_fuse, search
+from candor.types import Chunk, Hit
+from tests.embedders import CountingEmbedder
+
+pytestmark = pytest.mark.unit
+
+
+def hit(cid: str, score: float = 0.0) -> Hit:
+    return Hit(Chunk(id=cid, text=f"text of {cid}", source=f"{cid}.md"), score)
+
+
+def ids(hits: Sequence[Hit]) -> list[str]:
+    return [h.chunk.id for h in hits]
+
+
+# -- rrf_fuse --------------------------------------------------------------------
+
+
+def test_a_chunk_in_both_rankings_beats_chunks_ranked_first_in_only_one() -> None:
+    # Given two rankings that agree on "b" but not on their first place
+    dense = [hit("a"), hit("b")]
+    keyword = [hit("c"), hit("b")]
+
+    # When they are fused
+    fused = rrf_fuse([dense, keyword])
+
+    # Then "b", second in both, comes first
+    assert ids(fused) == ["b", "a", "c"]
+
+
+def test_the_fused_score_is_the_sum_of_reciprocal_ranks() -> None:
+    fused = rrf_fuse([[hit("a"), hit("b")], [hit("b")]], k=10)
+    scores = {h.chunk.id: h.score for h in fused}
+    assert scores["b"] == pytest.approx(1 / 12 + 1 / 11)
+    assert scores["a"] == pytest.approx(1 / 11)
+
+
+def test_the_original_scores_do_not_affect_the_fusion() -> None:
+    # Rankings from BM25 and cosine are on different scales; only ranks count.
+    fused = rrf_fuse([[hit("a", 0.01), hit("b", 0.009)], [hit("c", 55.0)]])
+    assert ids(fused) == ["a", "c", "b"]
+
+
+def test_ties_keep_the_order_in_which_chunks_were_first_seen() -> None:
+    fused = rrf_fuse([[hit("x"), hit("y")], [hit("y"), hit("x")]])
+    assert ids(fused) == ["x", "y"]
+
+
+def test_fusing_nothing_gives_nothing() -> None:
+    assert rrf_fuse([]) == []
+    assert rrf_fuse([[], []]) == []
+
+
+def test_fusing_one_ranking_keeps_its_order() -> None:
+    assert ids(rrf_fuse([[hit("c"), hit("a"), hit("b")]])) == ["c", "a", "b"]
+
+
+# -- search ----------------------------------------------------------------------
+
+PASSAGES = {
+    "push-lease": "git push --force-with-lease only overwrites the remote branch when it is "
+    "where your remote-tracking branch says it is.",
+    "push-force": "A forced push with --force can discard commits other people pushed.",
+    "rerere": "Setting rerere.enabled makes Git record and reuse conflict resolutions.",
+    "stash": "git stash shelves uncommitted changes so you can switch branches.",
+    "bisect": "git bisect run treats exit code 125 as a revision that cannot be tested.",
+    "gc": "gc.auto is the number of loose objects that triggers automatic packing.",
+}
+
+
+class ShortestFirst:
+    """A reranker with an obvious preference, to see that its scores decide the order."""
+
+    name = "shortest-first"
+
+    def rerank(self, query: str, passages: Sequence[Chunk]) -> list[float]:
+        return [-float(len(p.text)) for p in passages]
+
+
+@pytest.fixture
+def embedder() -> CountingEmbedder:
+    return CountingEmbedder()
+
+
+@pytest.fixture
+def index(tmp_path: Path, embedder: CountingEmbedder) -> Iterator[SqliteVectorIndex]:
+    index = SqliteVectorIndex(tmp_path / "index.sqlite3", embedder.dimensions)
+    chunks = [
+        Chunk(id=cid, text=text, source=f"{cid.split('-')[0]}.html", metadata={"topic": cid})
+        for cid, text in PASSAGES.items()
+    ]
+    index.upsert(chunks, embedder.embed([c.text for c in chunks]))
+    embedder.reset()
+    yield index
+    index.close()
+
+
+def test_hybrid_search_puts_the_chunk_naming_an_identifier_first(
+    embedder: CountingEmbedder, index: SqliteVectorIndex
+) -> None:
+    hits = search(
+        "is --force-with-lease safe?",
+        embedder=embedder,
+        index=index,
+        reranker=None,
+        top_k=3,
+        candidates=6,
+        strategy="hybrid",
+    )
+    assert ids(hits)[0] == "push-lease"
+
+
+def test_search_returns_at_most_top_k_hits(
+    embedder: CountingEmbedder, index: SqliteVectorIndex
+) -> None:
+    hits = search(
+        "git push branch",
+        embedder=embedder,
+        index=index,
+        reranker=None,
+        top_k=2,
+        candidates=6,
+        strategy="hybrid",
+    )
+    assert len(hits) == 2
+
+
+def test_keyword_search_does_not_embed_the_query(
+    embedder: CountingEmbedder, index: SqliteVectorIndex
+) -> None:
+    # When the strategy is keyword-only
+    hits = search(
+        "rerere.enabled",
+        embedder=embedder,
+        index=index,
+        reranker=None,
+        top_k=1,
+        candidates=5,
+        strategy="keyword",
+    )
+
+    # Then the answer comes from BM25 alone, and the embedder was never called
+    assert ids(hits) == ["rerere"]
+    assert embedder.calls == 0
+
+
+def test_dense_search_ranks_by_vector_only(
+    embedder: CountingEmbedder, index: SqliteVectorIndex
+) -> None:
+    # Given the exact text of a passage, which its own vector matches best
+    hits = search(
+        PASSAGES["stash"],
+        embedder=embedder,
+        index=index,
+        reranker=None,
+        top_k=1,
+        candidates=5,
+        strategy="dense",
+    )
+    assert ids(hits) == ["stash"]
+    assert hits[0].score == pytest.approx(1.0, abs=1e-4)
+    assert embedder.calls == 1
+
+
+def test_hybrid_search_returns_the_fusion_of_both_rankings(
+    embedder: CountingEmbedder, index: SqliteVectorIndex
+) -> None:
+    # Given the two rankings the index gives for a query
+    query = "exit code 125 bisect"
+    rankings = index.query(vector=embedder.embed([query])[0], keywords=query, top_k=6)
+
+    # When hybrid search runs with the same candidates
+    hits = search(
+        query,
+        embedder=embedder,
+        index=index,
+        reranker=None,
+        top_k=6,
+        candidates=6,
+        strategy="hybrid",
+    )
+
+    # Then its hits are exactly the RRF fusion of those rankings
+    assert ids(hits) == ids(rrf_fuse([rankings.dense, rankings.keyword]))
+
+
+def test_hybrid_rerank_orders_the_fused_candidates_by_reranker_score(
+    embedder: CountingEmbedder, index: SqliteVectorIndex
+) -> None:
+    hits = search(
+        "git push force remote branch commits",
+        embedder=embedder,
+        index=index,
+        reranker=ShortestFirst(),
+        top_k=3,
+        candidates=6,
+        strategy="hybrid_rerank",
+    )
+    lengths = [len(h.chunk.text) for h in hits]
+    assert lengths == sorted(lengths)
+    assert [h.score for h in hits] == [-float(n) for n in lengths]
+
+
+def test_hybrid_rerank_without_a_reranker_falls_back_to_the_fusion(
+    embedder: CountingEmbedder, index: SqliteVectorIndex
+) -> None:
+    def run(strategy: str) -> list[Hit]:
+        return search(
+            "stash changes",
+            embedder=embedder,
+            index=index,
+            reranker=None,
+            top_k=3,
+            candidates=6,
+            strategy=strategy,
+        )
+
+    without, hybrid = run("hybrid_rerank"), run("hybrid")
+    assert ids(without) == ids(hybrid)
+
+
+def test_search_passes_the_filter_to_both_rankings(
+    embedder: CountingEmbedder, index: SqliteVectorIndex
+) -> None:
+    hits = search(
+        "git push --force-with-lease",
+        embedder=embedder,
+        index=index,
+        reranker=None,
+        top_k=5,
+        candidates=6,
+        strategy="hybrid",
+        where={"topic": "gc"},
+    )
+    assert ids(hits) == ["gc"]
+
+
+def test_an_unknown_strategy_is_refused(
+    embedder: CountingEmbedder, index: SqliteVectorIndex
+) -> None:
+    with pytest.raises(ValueError, match="bm42"):
+        search(
+            "anything",
+            embedder=embedder,
+            index=index,
+            reranker=None,
+            top_k=1,
+            candidates=1,
+            strategy="bm42",
+        )
