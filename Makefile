@@ -12,7 +12,7 @@ SHARED_EVAL ?= ../shared/eval
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON \
 	-DGGML_F16C=ON -DGGML_BMI2=ON -DLLAVA_BUILD=OFF
 
-.PHONY: install demo serve test lint typecheck unit corpus bench clean
+.PHONY: install demo serve test lint typecheck unit corpus bench clean dynamodb-local stress
 
 install: $(STAMP)
 
@@ -49,8 +49,17 @@ $(CORPUS)/git.html:
 unit: install
 	$(BIN)/pytest -m "not slow"
 
-test: install corpus lint typecheck
-	CANDOR_TEST_CORPUS=$(CORPUS) $(BIN)/pytest
+# DynamoDB Local (the jar in npm amplify-dynamodb-simulator) for the state store's
+# contract and concurrency tests; the tests start and stop it on a free port.
+dynamodb-local:
+	bash scripts/dynamodb-local.sh install
+
+test: install corpus dynamodb-local lint typecheck
+	CANDOR_REQUIRE_DYNAMODB_LOCAL=1 CANDOR_TEST_CORPUS=$(CORPUS) $(BIN)/pytest
+
+# Concurrency proofs of the guards on DynamoDB Local and SQLite; ends with `STRESS {json}`.
+stress: install dynamodb-local
+	$(BIN)/python -m bench.stress
 
 bench: install corpus
 	$(BIN)/python bench/bench_embed.py $(CORPUS)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from candor.backends.hashing_embedder import HashingEmbedder
 from candor.backends.sqlite_index import SqliteVectorIndex
 from candor.backends.sqlite_state import SqliteStateStore
 from candor.deps import Deps
-from candor.settings import Settings
+from candor.settings import DEFAULT_PRICES, Settings
 from candor.types import Chunk
 from tests.fakes import ScriptedChatModel
 
@@ -52,6 +53,9 @@ def settings(tmp_path: Path) -> Settings:
         contact="help@example.com",
         max_attempts=2,
         top_k=3,
+        # The budget reserves from the chat model's price; the scripted model costs
+        # what gpt-4o-mini costs, a few tenths of a cent per request at most.
+        prices={**DEFAULT_PRICES, "scripted": DEFAULT_PRICES["gpt-4o-mini"]},
     )
 
 
@@ -80,3 +84,20 @@ def make_deps(settings: Settings, index: SqliteVectorIndex, state: SqliteStateSt
         return Deps(settings, chat, HashingEmbedder(), index, None, state)
 
     return make
+
+
+@pytest.fixture(scope="session")
+def dynamodb_endpoint() -> Iterator[str]:
+    """DynamoDB Local on a free port for the whole test session, stopped at its end.
+
+    Skipped where it cannot run, unless CANDOR_REQUIRE_DYNAMODB_LOCAL=1 (`make test`).
+    """
+    from tests.dynamodb_local import REQUIRE_ENV, DynamoDBLocal, unavailable_reason
+
+    reason = unavailable_reason()
+    if reason is not None:
+        if os.environ.get(REQUIRE_ENV) == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    with DynamoDBLocal() as endpoint:
+        yield endpoint

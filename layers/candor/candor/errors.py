@@ -27,3 +27,24 @@ class SessionEndedError(CandorError):
 
 class IngestError(CandorError):
     """One document could not be ingested; the reason says why."""
+
+
+class RateLimitedError(CandorError):
+    """Too many requests from one address or in one session within a window."""
+
+    def __init__(self, retry_after: int, reason: str) -> None:
+        super().__init__(reason)
+        self.retry_after = retry_after
+        self.reason = reason
+
+
+class BudgetExhaustedError(CandorError):
+    """The spending budget cannot cover another request; no model call was made."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class StateStoreError(CandorError):
+    """The state store failed or stayed contended; the request was not served."""

@@ -6,8 +6,10 @@ the others are plain calls that the graph runs in a worker thread.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
@@ -132,3 +134,63 @@ class StateStore(Protocol):
     def append_turn(self, session_id: str, turn: Turn, *, keep: int) -> None:
         """Add a turn to the session history, keeping only the last `keep` turns."""
         ...
+
+    # Each guard method below is one atomic conditional write (or one read), so
+    # that concurrent requests on any number of machines cannot overshoot a limit.
+
+    def hit_rate_limit(
+        self, key: str, *, window_seconds: int, limit: int, now: float
+    ) -> RateDecision:
+        """Count one request in the fixed window that holds `now`, unless `limit` is reached.
+
+        A refused request is not counted. Windows expire by themselves.
+        """
+        ...
+
+    def reserve_budget(
+        self, ledger_key: str, amount: Decimal, *, cap: Decimal, expires_at: int
+    ) -> bool:
+        """Add `amount` to the ledger if the ledger stays within `cap`; False leaves it as is."""
+        ...
+
+    def settle_budget(self, ledger_key: str, *, reserved: Decimal, actual: Decimal) -> None:
+        """True a reservation up to the measured cost; `actual=0` refunds it in full."""
+        ...
+
+    def budget_spent(self, ledger_key: str) -> Decimal:
+        """What the ledger holds now (0 for a ledger never written)."""
+        ...
+
+    def cache_get(self, key: CacheKey, *, now: float) -> str | None:
+        """The cached value, or None when absent or expired."""
+        ...
+
+    def cache_put(self, key: CacheKey, value: str, *, expires_at: int) -> None: ...
+
+    def corpus_version(self, index_name: str) -> int:
+        """The index's corpus version: 0 until the first ingest bumps it."""
+        ...
+
+    def bump_corpus_version(self, index_name: str) -> int:
+        """Atomically add one to the corpus version and return the new version."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class RateDecision:
+    allowed: bool
+    retry_after: int = 0  # whole seconds until the window ends; 0 when allowed
+
+
+@dataclass(frozen=True, slots=True)
+class CacheKey:
+    """An exact repeat: the same normalised question, corpus version and settings."""
+
+    question: str
+    corpus_version: int
+    settings_fingerprint: str
+
+    @property
+    def digest(self) -> str:
+        text = f"{self.settings_fingerprint}\x00{self.corpus_version}\x00{self.question}"
+        return hashlib.sha256(text.encode()).hexdigest()

@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from candor import __version__, service
+from candor import __version__, guards, service
 from candor.api.schemas import (
     AskRequest,
     AskResponse,
@@ -17,7 +17,14 @@ from candor.api.schemas import (
     HealthResponse,
 )
 from candor.deps import Deps
-from candor.errors import ConfigurationError, ModelError, SessionEndedError
+from candor.errors import (
+    BudgetExhaustedError,
+    ConfigurationError,
+    ModelError,
+    RateLimitedError,
+    SessionEndedError,
+    StateStoreError,
+)
 
 DepsProvider = Callable[[], Deps]
 
@@ -35,11 +42,23 @@ ask_router = APIRouter(tags=["ask"])
 @ask_router.post(
     "/ask",
     response_model=AskResponse,
-    responses={403: {"model": ErrorResponse}, 502: {"model": ErrorResponse}},
+    responses={
+        403: {"model": ErrorResponse, "description": "The session was ended by moderation."},
+        429: {"model": ErrorResponse, "description": "Rate limited; see Retry-After."},
+        502: {"model": ErrorResponse, "description": "The language model failed."},
+        503: {"model": ErrorResponse, "description": "The spending budget is used up."},
+    },
 )
-async def ask(body: AskRequest, deps: DepsDep) -> AskResponse:
+async def ask(body: AskRequest, request: Request, deps: DepsDep) -> AskResponse:
     """Answer a question from the documents with citations, or decline."""
-    result = await service.ask(deps, body.question, session_id=body.session_id, top_k=body.top_k)
+    address = guards.client_address(
+        request.client.host if request.client else None,
+        request.headers.get("x-forwarded-for"),
+        deps.settings.trusted_proxy_hops,
+    )
+    result = await service.ask(
+        deps, body.question, session_id=body.session_id, top_k=body.top_k, client=address
+    )
     return AskResponse.model_validate(result.to_json())
 
 
@@ -79,8 +98,8 @@ def health(deps: DepsDep) -> HealthResponse:
     return HealthResponse(status=status, dependencies=checks)
 
 
-def _error(status: int, detail: str) -> JSONResponse:
-    return JSONResponse(status_code=status, content={"detail": detail})
+def _error(status: int, detail: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(status_code=status, content={"detail": detail}, headers=headers)
 
 
 def create_app(
@@ -99,6 +118,18 @@ def create_app(
     @app.exception_handler(SessionEndedError)
     async def _ended(request: Request, error: SessionEndedError) -> JSONResponse:
         return _error(403, str(error))
+
+    @app.exception_handler(RateLimitedError)
+    async def _rate(request: Request, error: RateLimitedError) -> JSONResponse:
+        return _error(429, error.reason, {"Retry-After": str(error.retry_after)})
+
+    @app.exception_handler(BudgetExhaustedError)
+    async def _budget(request: Request, error: BudgetExhaustedError) -> JSONResponse:
+        return _error(503, error.reason)
+
+    @app.exception_handler(StateStoreError)
+    async def _state(request: Request, error: StateStoreError) -> JSONResponse:
+        return _error(503, f"candor's state store is unavailable: {error}")
 
     @app.exception_handler(ModelError)
     async def _model(request: Request, error: ModelError) -> JSONResponse:

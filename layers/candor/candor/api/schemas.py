@@ -51,6 +51,9 @@ class AskResponse(BaseModel):
     session_id: str
     trace_id: str = Field(pattern=r"^[0-9a-f]{32}$")
     trace: list[TraceStepOut]
+    cached: bool = Field(
+        default=False, description="Answered from the cache of exact repeats: no model call."
+    )
 
 
 class ErrorResponse(BaseModel):

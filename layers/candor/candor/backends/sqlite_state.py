@@ -1,18 +1,23 @@
 """The StateStore of the embedded default: one SQLite file, atomic single statements.
 
-Each state change is one UPDATE ... WHERE ... RETURNING (or an upsert), so two
-processes sharing the file cannot interleave a read and a write.
+Each state change is one UPDATE ... WHERE ... RETURNING (or an upsert with a
+WHERE on its update), so two processes sharing the file cannot interleave a read
+and a write. Money is kept as whole nano-dollars: SQLite has no decimal type and
+a float ledger would drift from the cap it is compared with.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 import threading
 import time
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from pathlib import Path
+from typing import Any
 
-from candor.ports import Session, SessionStatus, Turn
+from candor.ports import CacheKey, RateDecision, Session, SessionStatus, Turn
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -21,7 +26,46 @@ CREATE TABLE IF NOT EXISTS sessions (
     history TEXT NOT NULL DEFAULT '[]',
     updated_at REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS rate_windows (
+    key TEXT NOT NULL,
+    window_start INTEGER NOT NULL,
+    hits INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    PRIMARY KEY (key, window_start)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS ledgers (
+    key TEXT PRIMARY KEY,
+    spent_nanos INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS answer_cache (
+    digest TEXT PRIMARY KEY,
+    value TEXT NOT NULL,
+    expires_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS corpus_versions (
+    index_name TEXT PRIMARY KEY,
+    version INTEGER NOT NULL
+);
 """
+
+NANO = Decimal("1e-9")
+# Expired windows, ledgers and cache entries are deleted every this many writes
+# (DynamoDB deletes them by TTL).
+PURGE_EVERY = 500
+
+
+def to_nanos(amount: Decimal, *, rounding: str = ROUND_CEILING) -> int:
+    return int((amount / NANO).to_integral_value(rounding=rounding))
+
+
+def from_nanos(nanos: int) -> Decimal:
+    return (Decimal(nanos) * NANO).normalize()
+
+
+def window_bounds(window_seconds: int, now: float) -> tuple[int, int]:
+    start = math.floor(now / window_seconds) * window_seconds
+    return start, start + window_seconds
 
 
 class SqliteStateStore:
@@ -32,9 +76,12 @@ class SqliteStateStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.executescript(SCHEMA)
         self._lock = threading.Lock()
+        self._writes = 0
 
     def close(self) -> None:
         self._db.close()
+
+    # Sessions and moderation.
 
     def get_session(self, session_id: str) -> Session:
         with self._lock:
@@ -48,7 +95,7 @@ class SqliteStateStore:
 
     def record_offence(self, session_id: str) -> SessionStatus:
         with self._lock:
-            row = self._db.execute(
+            (row,) = self._db.execute(
                 """
                 INSERT INTO sessions (id, status, updated_at) VALUES (?, 'warned', ?)
                 ON CONFLICT (id) DO UPDATE SET
@@ -57,7 +104,7 @@ class SqliteStateStore:
                 RETURNING status
                 """,
                 (session_id, time.time()),
-            ).fetchone()
+            ).fetchall()
         status: SessionStatus = row[0]
         return status
 
@@ -87,3 +134,117 @@ class SqliteStateStore:
                 """,
                 (session_id, entry, time.time(), keep),
             )
+
+    # Rate limits.
+
+    def hit_rate_limit(
+        self, key: str, *, window_seconds: int, limit: int, now: float
+    ) -> RateDecision:
+        start, end = window_bounds(window_seconds, now)
+        retry_after = max(1, math.ceil(end - now))
+        if limit < 1:
+            return RateDecision(False, retry_after)
+        # A refused hit leaves the row alone: the WHERE on the update fails and
+        # RETURNING yields no row.
+        row = self._write(
+            """
+            INSERT INTO rate_windows (key, window_start, hits, expires_at) VALUES (?1, ?2, 1, ?3)
+            ON CONFLICT (key, window_start) DO UPDATE SET hits = hits + 1
+            WHERE rate_windows.hits < ?4
+            RETURNING hits
+            """,
+            (key, start, end, limit),
+        )
+        return RateDecision(True) if row is not None else RateDecision(False, retry_after)
+
+    # Spending.
+
+    def reserve_budget(
+        self, ledger_key: str, amount: Decimal, *, cap: Decimal, expires_at: int
+    ) -> bool:
+        if amount < 0:
+            raise ValueError(f"a reservation cannot be negative: {amount}")
+        nanos = to_nanos(amount)
+        limit = to_nanos(cap, rounding=ROUND_FLOOR) - nanos
+        if limit < 0:
+            return False
+        row = self._write(
+            """
+            INSERT INTO ledgers (key, spent_nanos, expires_at) VALUES (?1, ?2, ?3)
+            ON CONFLICT (key) DO UPDATE SET
+                spent_nanos = ledgers.spent_nanos + excluded.spent_nanos,
+                expires_at = max(ledgers.expires_at, excluded.expires_at)
+            WHERE ledgers.spent_nanos <= ?4
+            RETURNING spent_nanos
+            """,
+            (ledger_key, nanos, expires_at, limit),
+        )
+        return row is not None
+
+    def settle_budget(self, ledger_key: str, *, reserved: Decimal, actual: Decimal) -> None:
+        delta = to_nanos(actual) - to_nanos(reserved)
+        if delta:
+            self._write(
+                "UPDATE ledgers SET spent_nanos = spent_nanos + ? WHERE key = ? RETURNING key",
+                (delta, ledger_key),
+            )
+
+    def budget_spent(self, ledger_key: str) -> Decimal:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT spent_nanos FROM ledgers WHERE key = ?", (ledger_key,)
+            ).fetchone()
+        return from_nanos(row[0]) if row else Decimal(0)
+
+    # Answer cache and corpus versions.
+
+    def cache_get(self, key: CacheKey, *, now: float) -> str | None:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT value FROM answer_cache WHERE digest = ? AND expires_at > ?",
+                (key.digest, now),
+            ).fetchone()
+        return None if row is None else str(row[0])
+
+    def cache_put(self, key: CacheKey, value: str, *, expires_at: int) -> None:
+        self._write(
+            """
+            INSERT INTO answer_cache (digest, value, expires_at) VALUES (?, ?, ?)
+            ON CONFLICT (digest) DO UPDATE SET
+                value = excluded.value, expires_at = excluded.expires_at
+            RETURNING digest
+            """,
+            (key.digest, value, expires_at),
+        )
+
+    def corpus_version(self, index_name: str) -> int:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT version FROM corpus_versions WHERE index_name = ?", (index_name,)
+            ).fetchone()
+        return int(row[0]) if row else 0
+
+    def bump_corpus_version(self, index_name: str) -> int:
+        row = self._write(
+            """
+            INSERT INTO corpus_versions (index_name, version) VALUES (?, 1)
+            ON CONFLICT (index_name) DO UPDATE SET version = version + 1
+            RETURNING version
+            """,
+            (index_name,),
+        )
+        assert row is not None  # an upsert without a WHERE always returns its row
+        return int(row[0])
+
+    def _write(self, sql: str, parameters: tuple[object, ...]) -> tuple[Any, ...] | None:
+        with self._lock:
+            # fetchall steps the statement to its end, so autocommit commits here.
+            rows = self._db.execute(sql, parameters).fetchall()
+            self._writes += 1
+            if self._writes % PURGE_EVERY == 0:
+                self._purge(time.time())
+        return tuple(rows[0]) if rows else None
+
+    def _purge(self, now: float) -> None:
+        for table in ("rate_windows", "ledgers", "answer_cache"):
+            self._db.execute(f"DELETE FROM {table} WHERE expires_at < ?", (now,))

@@ -1,0 +1,302 @@
+"""The production StateStore: one DynamoDB table, every guard one conditional write.
+
+The table has a string partition key `pk`, a string sort key `sk` and a TTL
+attribute `expires_at` (infra/template.yaml, StateTable). Items:
+
+    pk                      sk               attributes
+    session#<id>            session          offences, history (JSON), turns, expires_at
+    rate#<key>              window#<start>   hits, expires_at
+    budget#<ledger key>     ledger           spent, expires_at
+    cache#<sha256>          answer           answer, expires_at
+    corpus#<index name>     version          version
+
+DynamoDB deletes expired items up to days late, so reads check `expires_at`
+themselves. The store calls only GetItem and UpdateItem: the template grants
+exactly those.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from candor.errors import StateStoreError
+from candor.ports import CacheKey, RateDecision, Session, SessionStatus, Turn
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
+
+STATUSES: tuple[SessionStatus, ...] = ("active", "warned", "ended")
+SESSION_TTL_SECONDS = 30 * 86_400
+# append_turn is a read and a write conditioned on the turn counter it read. Each
+# round at least one of the writers racing on a session wins, so this many
+# rounds serve that many concurrent requests of one session.
+APPEND_ATTEMPTS = 10
+
+
+def _s(value: str) -> AttributeValueTypeDef:
+    return {"S": value}
+
+
+def _n(value: int | Decimal) -> AttributeValueTypeDef:
+    return {"N": str(value)}
+
+
+def _key(pk: str, sk: str) -> dict[str, AttributeValueTypeDef]:
+    return {"pk": _s(pk), "sk": _s(sk)}
+
+
+def _number(item: dict[str, Any], name: str) -> Decimal | None:
+    value = item.get(name)
+    return None if value is None else Decimal(value["N"])
+
+
+class DynamoDBStateStore:
+    def __init__(
+        self,
+        table_name: str,
+        *,
+        client: DynamoDBClient | None = None,
+        endpoint_url: str | None = None,
+        region: str | None = None,
+        session_ttl_seconds: int = SESSION_TTL_SECONDS,
+    ) -> None:
+        if client is None:
+            import boto3
+
+            client = boto3.client("dynamodb", endpoint_url=endpoint_url, region_name=region)
+        self._client = client
+        self._table = table_name
+        self._session_ttl = session_ttl_seconds
+        self._conflict = client.exceptions.ConditionalCheckFailedException
+
+    # Sessions and moderation.
+
+    def get_session(self, session_id: str) -> Session:
+        item = self._get(_key(f"session#{session_id}", "session"))
+        if item is None:
+            return Session(session_id)
+        offences = int(_number(item, "offences") or 0)
+        history = [Turn(**turn) for turn in json.loads(item.get("history", {"S": "[]"})["S"])]
+        return Session(session_id, STATUSES[min(offences, 2)], history)
+
+    def record_offence(self, session_id: str) -> SessionStatus:
+        # A counter moves active -> warned -> ended in one write with no condition
+        # to lose: two offences racing each count, and the status is read from the sum.
+        now = time.time()
+        attributes = self._update(
+            _key(f"session#{session_id}", "session"),
+            "ADD #offences :one SET #updated = :now, #expires = :expires",
+            names={"#offences": "offences", "#updated": "updated_at", "#expires": "expires_at"},
+            values={
+                ":one": _n(1),
+                ":now": _n(Decimal(str(round(now, 3)))),
+                ":expires": _n(int(now) + self._session_ttl),
+            },
+        )
+        assert attributes is not None
+        return STATUSES[min(int(_number(attributes, "offences") or 0), 2)]
+
+    def append_turn(self, session_id: str, turn: Turn, *, keep: int) -> None:
+        key = _key(f"session#{session_id}", "session")
+        entry = {"question": turn.question, "answer": turn.answer, "decision": turn.decision}
+        names = {
+            "#history": "history",
+            "#turns": "turns",
+            "#updated": "updated_at",
+            "#expires": "expires_at",
+        }
+        for attempt in range(APPEND_ATTEMPTS):
+            now = time.time()
+            item = self._get(key, include_expired=True) or {}
+            seen = _number(item, "turns")
+            expires = _number(item, "expires_at")
+            live = expires is None or expires > Decimal(str(now))
+            history = json.loads(item["history"]["S"]) if live and "history" in item else []
+            history = [*history, entry][-keep:] if keep else []
+            values = {
+                ":history": _s(json.dumps(history)),
+                ":next": _n(int(seen or 0) + 1),
+                ":now": _n(Decimal(str(round(now, 3)))),
+                ":expires": _n(int(now) + self._session_ttl),
+            }
+            if seen is None:
+                condition = "attribute_not_exists(#turns)"
+            else:
+                condition = "#turns = :seen"
+                values[":seen"] = _n(seen)
+            update = "SET #history = :history, #turns = :next, #updated = :now, #expires = :expires"
+            if self._update_if(key, update, condition, names=names, values=values):
+                return
+            time.sleep(random.uniform(0, 0.005 * (attempt + 1)))
+        raise StateStoreError(f"session {session_id}: history stayed contended")
+
+    # Rate limits.
+
+    def hit_rate_limit(
+        self, key: str, *, window_seconds: int, limit: int, now: float
+    ) -> RateDecision:
+        start = math.floor(now / window_seconds) * window_seconds
+        end = start + window_seconds
+        retry_after = max(1, math.ceil(end - now))
+        if limit < 1:
+            return RateDecision(False, retry_after)
+        allowed = self._update_if(
+            _key(f"rate#{key}", f"window#{start}"),
+            "ADD #hits :one SET #expires = :expires",
+            "attribute_not_exists(#hits) OR #hits < :limit",
+            names={"#hits": "hits", "#expires": "expires_at"},
+            values={":one": _n(1), ":expires": _n(end), ":limit": _n(limit)},
+        )
+        return RateDecision(True) if allowed else RateDecision(False, retry_after)
+
+    # Spending.
+
+    def reserve_budget(
+        self, ledger_key: str, amount: Decimal, *, cap: Decimal, expires_at: int
+    ) -> bool:
+        if amount < 0:
+            raise ValueError(f"a reservation cannot be negative: {amount}")
+        # DynamoDB rejects arithmetic in a ConditionExpression (`spent + :a <= :cap`
+        # is a ValidationException), so the subtraction happens here.
+        limit = cap - amount
+        if limit < 0:
+            return False
+        return self._update_if(
+            _key(f"budget#{ledger_key}", "ledger"),
+            "SET #spent = if_not_exists(#spent, :zero) + :amount, #expires = :expires",
+            "attribute_not_exists(#spent) OR #spent <= :limit",
+            names={"#spent": "spent", "#expires": "expires_at"},
+            values={
+                ":zero": _n(0),
+                ":amount": _n(amount),
+                ":expires": _n(expires_at),
+                ":limit": _n(limit),
+            },
+        )
+
+    def settle_budget(self, ledger_key: str, *, reserved: Decimal, actual: Decimal) -> None:
+        delta = actual - reserved
+        if delta == 0:
+            return
+        # Only a ledger that holds the reservation is trued up; the condition keeps
+        # a stray settle from creating a negative ledger.
+        self._update_if(
+            _key(f"budget#{ledger_key}", "ledger"),
+            "ADD #spent :delta",
+            "attribute_exists(#spent)",
+            names={"#spent": "spent"},
+            values={":delta": _n(delta)},
+        )
+
+    def budget_spent(self, ledger_key: str) -> Decimal:
+        item = self._get(_key(f"budget#{ledger_key}", "ledger"), include_expired=True)
+        spent = None if item is None else _number(item, "spent")
+        return Decimal(0) if spent is None else spent.normalize()
+
+    # Answer cache and corpus versions.
+
+    def cache_get(self, key: CacheKey, *, now: float) -> str | None:
+        item = self._get(_key(f"cache#{key.digest}", "answer"), now=now)
+        return None if item is None else str(item["answer"]["S"])
+
+    def cache_put(self, key: CacheKey, value: str, *, expires_at: int) -> None:
+        self._update(
+            _key(f"cache#{key.digest}", "answer"),
+            "SET #answer = :answer, #expires = :expires",
+            names={"#answer": "answer", "#expires": "expires_at"},
+            values={":answer": _s(value), ":expires": _n(expires_at)},
+        )
+
+    def corpus_version(self, index_name: str) -> int:
+        item = self._get(_key(f"corpus#{index_name}", "version"))
+        return 0 if item is None else int(_number(item, "version") or 0)
+
+    def bump_corpus_version(self, index_name: str) -> int:
+        attributes = self._update(
+            _key(f"corpus#{index_name}", "version"),
+            "ADD #version :one",
+            names={"#version": "version"},
+            values={":one": _n(1)},
+        )
+        assert attributes is not None
+        return int(_number(attributes, "version") or 0)
+
+    # The two calls everything above is made of.
+
+    def _get(
+        self,
+        key: dict[str, AttributeValueTypeDef],
+        *,
+        now: float | None = None,
+        include_expired: bool = False,
+    ) -> dict[str, Any] | None:
+        try:
+            response = self._client.get_item(TableName=self._table, Key=key, ConsistentRead=True)
+        except ClientError as error:
+            raise StateStoreError(f"DynamoDB GetItem failed: {_code(error)}") from error
+        item: dict[str, Any] | None = response.get("Item")
+        if item is None or include_expired:
+            return item
+        expires = _number(item, "expires_at")
+        if expires is not None and expires <= Decimal(str(time.time() if now is None else now)):
+            return None
+        return item
+
+    def _update(
+        self,
+        key: dict[str, AttributeValueTypeDef],
+        expression: str,
+        *,
+        names: dict[str, str],
+        values: dict[str, AttributeValueTypeDef],
+    ) -> dict[str, Any] | None:
+        try:
+            response = self._client.update_item(
+                TableName=self._table,
+                Key=key,
+                UpdateExpression=expression,
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+                ReturnValues="UPDATED_NEW",
+            )
+        except ClientError as error:
+            raise StateStoreError(f"DynamoDB UpdateItem failed: {_code(error)}") from error
+        attributes: dict[str, Any] | None = response.get("Attributes")
+        return attributes
+
+    def _update_if(
+        self,
+        key: dict[str, AttributeValueTypeDef],
+        expression: str,
+        condition: str,
+        *,
+        names: dict[str, str],
+        values: dict[str, AttributeValueTypeDef],
+    ) -> bool:
+        """One conditional write; False when the condition did not hold."""
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=key,
+                UpdateExpression=expression,
+                ConditionExpression=condition,
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+            )
+        except self._conflict:
+            return False
+        except ClientError as error:
+            raise StateStoreError(f"DynamoDB UpdateItem failed: {_code(error)}") from error
+        return True
+
+
+def _code(error: ClientError) -> str:
+    return str(error.response.get("Error", {}).get("Code", "unknown"))

@@ -1,0 +1,98 @@
+"""What only the DynamoDB store has: its IAM grant, its errors, its wiring from settings."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from candor.backends.dynamodb_state import DynamoDBStateStore
+from candor.errors import ConfigurationError, StateStoreError
+from candor.factory import build_state
+from candor.ports import CacheKey, Turn
+from candor.settings import Settings
+from tests import dynamodb_local
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def table(dynamodb_endpoint: str) -> Iterator[str]:
+    admin = dynamodb_local.client(dynamodb_endpoint)
+    name = dynamodb_local.create_state_table(admin)
+    yield name
+    admin.delete_table(TableName=name)
+
+
+def granted_state_actions(function: str) -> set[str]:
+    """The DynamoDB actions the template grants `function` on StateTable."""
+    policies = dynamodb_local.load_template()["Resources"][function]["Properties"]["Policies"]
+    granted: set[str] = set()
+    for policy in policies:
+        for statement in policy.get("Statement", []) if isinstance(policy, dict) else []:
+            if statement["Effect"] == "Allow" and statement["Resource"] == "StateTable.Arn":
+                actions = statement["Action"]
+                granted |= {actions} if isinstance(actions, str) else set(actions)
+    return granted
+
+
+def test_the_ask_function_is_granted_every_call_the_store_makes(
+    dynamodb_endpoint: str, table: str
+) -> None:
+    # A missing grant passes every linter and fails as AccessDenied in production.
+    client = dynamodb_local.client(dynamodb_endpoint)
+    made: set[str] = set()
+
+    def record(model: Any, **_: Any) -> None:
+        made.add(f"dynamodb:{model.name}")
+
+    client.meta.events.register("before-call.dynamodb", record)
+    store = DynamoDBStateStore(table, client=client)
+    session_id, key = uuid.uuid4().hex, CacheKey("q", 1, "s")
+
+    store.get_session(session_id)
+    store.record_offence(session_id)
+    store.append_turn(session_id, Turn("q", "a", "answered"), keep=3)
+    store.hit_rate_limit("k", window_seconds=60, limit=1, now=0.0)
+    store.reserve_budget("l", Decimal("0.01"), cap=Decimal("1"), expires_at=2**31)
+    store.settle_budget("l", reserved=Decimal("0.01"), actual=Decimal(0))
+    store.budget_spent("l")
+    store.cache_put(key, "v", expires_at=2**31)
+    store.cache_get(key, now=0.0)
+    store.bump_corpus_version("i")
+    store.corpus_version("i")
+
+    assert made <= granted_state_actions("AskFunction")
+    assert made == {"dynamodb:GetItem", "dynamodb:UpdateItem"}
+
+
+def test_a_failure_other_than_a_condition_is_a_state_store_error(dynamodb_endpoint: str) -> None:
+    store = DynamoDBStateStore("no-such-table", client=dynamodb_local.client(dynamodb_endpoint))
+    with pytest.raises(StateStoreError, match="ResourceNotFoundException"):
+        store.reserve_budget("l", Decimal("0.01"), cap=Decimal("1"), expires_at=2**31)
+
+
+def test_settings_pick_the_dynamodb_store_and_its_endpoint(
+    dynamodb_endpoint: str, table: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # boto3 looks up credentials itself; DynamoDB Local accepts any.
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "local")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "local")
+    settings = Settings(
+        state_backend="dynamodb",
+        state_table=table,
+        dynamodb_endpoint_url=dynamodb_endpoint,
+        aws_region="eu-west-1",
+    )
+    store = build_state(settings)
+    assert isinstance(store, DynamoDBStateStore)
+    assert store.bump_corpus_version("default") == 1
+
+
+def test_the_dynamodb_store_needs_a_table_name(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="CANDOR_STATE_TABLE"):
+        build_state(Settings(data_dir=tmp_path, state_backend="dynamodb"))

@@ -1,0 +1,321 @@
+"""The StateStore contract: SQLite and DynamoDB (Local, a real implementation) pass it unchanged.
+
+Concurrency tests give every thread a store of its own (its own SQLite
+connection, its own boto3 client), as separate Lambda instances have, and
+release them together. moto is not used: its DynamoDB is not atomic under
+concurrent writes, so it cannot back a concurrency claim.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+
+from candor.backends.dynamodb_state import DynamoDBStateStore
+from candor.backends.sqlite_state import SqliteStateStore
+from candor.ports import CacheKey, StateStore, Turn
+from tests import dynamodb_local
+
+pytestmark = pytest.mark.integration
+
+R = TypeVar("R")
+T = TypeVar("T")
+HOUR = 3600
+# 100 s into the next hour: every window, ledger and cache entry written expires in
+# the future, so DynamoDB Local's TTL cannot delete one while a test reads it.
+NOW = float((int(time.time()) // HOUR + 1) * HOUR + 100)
+DAY_LATER = int(NOW) + 86_400
+
+
+@dataclass
+class Backend:
+    """Opens stores on one shared backing (a SQLite file, a DynamoDB table)."""
+
+    store: Callable[[], StateStore]
+
+
+@pytest.fixture(params=["sqlite", "dynamodb"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    closers: list[Callable[[], None]] = []
+    if request.param == "sqlite":
+        path = tmp_path / "state.sqlite3"
+
+        def open_sqlite() -> StateStore:
+            store = SqliteStateStore(path)
+            closers.append(store.close)
+            return store
+
+        yield Backend(open_sqlite)
+    else:
+        endpoint: str = request.getfixturevalue("dynamodb_endpoint")
+        admin = dynamodb_local.client(endpoint)
+        table = dynamodb_local.create_state_table(admin)
+
+        def open_dynamodb() -> StateStore:
+            return DynamoDBStateStore(table, client=dynamodb_local.client(endpoint))
+
+        yield Backend(open_dynamodb)
+        admin.delete_table(TableName=table)
+    for close in closers:
+        close()
+
+
+@pytest.fixture
+def store(backend: Backend) -> StateStore:
+    return backend.store()
+
+
+def together(items: Sequence[T], call: Callable[[T], R]) -> list[R]:
+    """Run `call` once per item, each in its own thread, all released at the same moment."""
+    start = threading.Barrier(len(items))
+
+    def one(item: T) -> R:
+        start.wait()
+        return call(item)
+
+    with ThreadPoolExecutor(max_workers=len(items)) as pool:
+        return list(pool.map(one, items))
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+# Sessions and moderation.
+
+
+def test_an_unknown_session_is_active_with_no_history(store: StateStore) -> None:
+    session = store.get_session(new_id())
+    assert session.status == "active"
+    assert session.history == []
+
+
+def test_offences_move_a_session_from_active_to_warned_to_ended(store: StateStore) -> None:
+    session_id = new_id()
+    assert store.record_offence(session_id) == "warned"
+    assert store.get_session(session_id).status == "warned"
+    assert store.record_offence(session_id) == "ended"
+    assert store.record_offence(session_id) == "ended"
+    assert store.get_session(session_id).status == "ended"
+
+
+def test_history_keeps_only_the_last_turns(store: StateStore) -> None:
+    session_id = new_id()
+    for n in range(5):
+        store.append_turn(session_id, Turn(f"q{n}", f"a{n}", "answered"), keep=3)
+    history = store.get_session(session_id).history
+    assert [turn.question for turn in history] == ["q2", "q3", "q4"]
+    assert history[-1] == Turn("q4", "a4", "answered")
+
+
+def test_a_new_turn_keeps_the_warning(store: StateStore) -> None:
+    session_id = new_id()
+    store.record_offence(session_id)
+    store.append_turn(session_id, Turn("q", "a", "warned"), keep=3)
+    assert store.get_session(session_id).status == "warned"
+
+
+def test_a_warning_keeps_the_history(store: StateStore) -> None:
+    session_id = new_id()
+    store.append_turn(session_id, Turn("q", "a", "answered"), keep=3)
+    store.record_offence(session_id)
+    assert [turn.question for turn in store.get_session(session_id).history] == ["q"]
+
+
+# Rate limits.
+
+
+def test_rate_limit_allows_the_limit_then_refuses_until_the_window_ends(
+    store: StateStore,
+) -> None:
+    key = new_id()
+    decisions = [store.hit_rate_limit(key, window_seconds=HOUR, limit=3, now=NOW) for _ in range(4)]
+    assert [d.allowed for d in decisions] == [True, True, True, False]
+    assert decisions[-1].retry_after == HOUR - 100
+
+
+def test_rate_limit_starts_afresh_in_the_next_window(store: StateStore) -> None:
+    key = new_id()
+    for _ in range(2):  # NOW opens a 100-second window
+        store.hit_rate_limit(key, window_seconds=100, limit=2, now=NOW)
+    assert not store.hit_rate_limit(key, window_seconds=100, limit=2, now=NOW + 99).allowed
+    assert store.hit_rate_limit(key, window_seconds=100, limit=2, now=NOW + 100).allowed
+
+
+def test_rate_limit_keys_count_separately(store: StateStore) -> None:
+    first, second = new_id(), new_id()
+    store.hit_rate_limit(first, window_seconds=HOUR, limit=1, now=NOW)
+    assert store.hit_rate_limit(second, window_seconds=HOUR, limit=1, now=NOW).allowed
+
+
+def test_refused_requests_are_not_counted(store: StateStore) -> None:
+    key = new_id()
+    for _ in range(5):
+        store.hit_rate_limit(key, window_seconds=HOUR, limit=1, now=NOW)
+    # A larger limit in the same window sees one hit, not five.
+    assert store.hit_rate_limit(key, window_seconds=HOUR, limit=2, now=NOW).allowed
+
+
+# Spending.
+
+
+def test_reservations_fill_the_ledger_exactly_to_the_cap(store: StateStore) -> None:
+    ledger, cap, amount = new_id(), Decimal("0.05"), Decimal("0.01")
+    results = [
+        store.reserve_budget(ledger, amount, cap=cap, expires_at=DAY_LATER) for _ in range(7)
+    ]
+    assert results == [True] * 5 + [False] * 2
+    assert store.budget_spent(ledger) == cap
+
+
+def test_a_reservation_larger_than_the_cap_is_refused_on_an_empty_ledger(
+    store: StateStore,
+) -> None:
+    ledger = new_id()
+    assert not store.reserve_budget(
+        ledger, Decimal("0.02"), cap=Decimal("0.01"), expires_at=DAY_LATER
+    )
+    assert store.budget_spent(ledger) == 0
+
+
+def test_settling_trues_the_ledger_up_to_the_measured_cost(store: StateStore) -> None:
+    ledger = new_id()
+    store.reserve_budget(ledger, Decimal("0.01"), cap=Decimal("1"), expires_at=DAY_LATER)
+    store.settle_budget(ledger, reserved=Decimal("0.01"), actual=Decimal("0.000123"))
+    assert store.budget_spent(ledger) == Decimal("0.000123")
+
+
+def test_settling_with_no_cost_refunds_the_reservation_in_full(store: StateStore) -> None:
+    ledger = new_id()
+    store.reserve_budget(ledger, Decimal("0.01"), cap=Decimal("1"), expires_at=DAY_LATER)
+    store.reserve_budget(ledger, Decimal("0.01"), cap=Decimal("1"), expires_at=DAY_LATER)
+    store.settle_budget(ledger, reserved=Decimal("0.01"), actual=Decimal(0))
+    assert store.budget_spent(ledger) == Decimal("0.01")
+
+
+def test_a_refund_makes_room_for_another_reservation(store: StateStore) -> None:
+    ledger, amount, cap = new_id(), Decimal("0.03"), Decimal("0.05")
+    store.reserve_budget(ledger, amount, cap=cap, expires_at=DAY_LATER)
+    assert not store.reserve_budget(ledger, amount, cap=cap, expires_at=DAY_LATER)
+    store.settle_budget(ledger, reserved=amount, actual=Decimal(0))
+    assert store.reserve_budget(ledger, amount, cap=cap, expires_at=DAY_LATER)
+
+
+def test_an_unknown_ledger_has_spent_nothing(store: StateStore) -> None:
+    assert store.budget_spent(new_id()) == 0
+
+
+# The answer cache and corpus versions.
+
+
+def test_a_cached_value_is_returned_until_it_expires(store: StateStore) -> None:
+    key = CacheKey("what is x", 1, "settings")
+    store.cache_put(key, '{"answer": "x"}', expires_at=int(NOW) + 60)
+    assert store.cache_get(key, now=NOW) == '{"answer": "x"}'
+    assert store.cache_get(key, now=NOW + 61) is None
+
+
+def test_the_cache_misses_for_another_corpus_version(store: StateStore) -> None:
+    question = f"what is {new_id()}"
+    store.cache_put(CacheKey(question, 1, "settings"), "old", expires_at=DAY_LATER)
+    assert store.cache_get(CacheKey(question, 2, "settings"), now=NOW) is None
+
+
+def test_the_cache_misses_for_other_settings(store: StateStore) -> None:
+    question = f"what is {new_id()}"
+    store.cache_put(CacheKey(question, 1, "top_k=3"), "old", expires_at=DAY_LATER)
+    assert store.cache_get(CacheKey(question, 1, "top_k=4"), now=NOW) is None
+
+
+def test_corpus_versions_start_at_zero_and_count_each_bump_per_index(
+    store: StateStore,
+) -> None:
+    index, other = new_id(), new_id()
+    assert store.corpus_version(index) == 0
+    assert store.bump_corpus_version(index) == 1
+    assert store.bump_corpus_version(index) == 2
+    assert store.corpus_version(index) == 2
+    assert store.corpus_version(other) == 0
+
+
+# Restarts: a new store on the same backing sees everything.
+
+
+def test_limits_ledgers_and_warnings_survive_a_new_store_instance(backend: Backend) -> None:
+    session_id, key, ledger = new_id(), new_id(), new_id()
+    first = backend.store()
+    first.record_offence(session_id)
+    first.hit_rate_limit(key, window_seconds=HOUR, limit=1, now=NOW)
+    first.reserve_budget(ledger, Decimal("0.05"), cap=Decimal("0.05"), expires_at=DAY_LATER)
+
+    second = backend.store()
+
+    assert second.get_session(session_id).status == "warned"
+    assert not second.hit_rate_limit(key, window_seconds=HOUR, limit=1, now=NOW).allowed
+    assert not second.reserve_budget(
+        ledger, Decimal("0.01"), cap=Decimal("0.05"), expires_at=DAY_LATER
+    )
+
+
+# Concurrency: each check is one atomic write, so racing requests cannot overshoot.
+
+
+def test_concurrent_reservations_never_pass_the_cap(backend: Backend) -> None:
+    ledger, amount, cap = new_id(), Decimal("0.01"), Decimal("0.05")
+    stores = [backend.store() for _ in range(50)]
+
+    results = together(
+        stores, lambda s: s.reserve_budget(ledger, amount, cap=cap, expires_at=DAY_LATER)
+    )
+
+    assert results.count(True) == 5
+    assert stores[0].budget_spent(ledger) == cap
+
+
+def test_concurrent_requests_pass_a_rate_limit_exactly_limit_times(backend: Backend) -> None:
+    key, limit = new_id(), 7
+    stores = [backend.store() for _ in range(30)]
+
+    results = together(
+        stores, lambda s: s.hit_rate_limit(key, window_seconds=HOUR, limit=limit, now=NOW)
+    )
+
+    assert sum(decision.allowed for decision in results) == limit
+
+
+def test_concurrent_offences_warn_once_and_end_the_session(backend: Backend) -> None:
+    session_id = new_id()
+    stores = [backend.store() for _ in range(10)]
+
+    statuses = together(stores, lambda s: s.record_offence(session_id))
+
+    assert statuses.count("warned") == 1
+    assert statuses.count("ended") == 9
+
+
+def test_concurrent_turns_are_all_kept(backend: Backend) -> None:
+    session_id = new_id()
+    writers = [(backend.store(), Turn(f"q{n}", "a", "answered")) for n in range(8)]
+
+    together(writers, lambda writer: writer[0].append_turn(session_id, writer[1], keep=20))
+
+    history = backend.store().get_session(session_id).history
+    assert sorted(turn.question for turn in history) == [f"q{n}" for n in range(8)]
+
+
+def test_concurrent_bumps_each_get_their_own_version(backend: Backend) -> None:
+    index = new_id()
+    stores = [backend.store() for _ in range(10)]
+
+    versions = together(stores, lambda s: s.bump_corpus_version(index))
+
+    assert sorted(versions) == list(range(1, 11))

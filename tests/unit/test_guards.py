@@ -1,0 +1,358 @@
+"""The guards around POST /ask: rate limits, the spending budget and the answer cache.
+
+The embedded backends (SQLite state) and the scripted model, whose recorded
+calls show whether a request reached the model at all.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import time
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from candor import guards
+from candor.api.app import create_app
+from candor.deps import Deps
+from candor.errors import ModelError
+from candor.settings import DEFAULT_PRICES, Settings
+from tests.conftest import MakeDeps
+from tests.fakes import ScriptedChatModel
+
+pytestmark = pytest.mark.unit
+
+ROOT = Path(__file__).resolve().parents[2]
+QUESTION = "What does --force-with-lease do?"
+CONTACT = {"abusive": False, "kind": "contact"}  # answered without retrieval or generation
+ANSWERABLE: dict[str, Any] = {"abusive": False, "kind": "question"}
+
+
+def answering(times: int = 1, *, cost: float = 0.0) -> ScriptedChatModel:
+    return ScriptedChatModel(
+        {
+            "Triage": [ANSWERABLE] * times,
+            "Grade": [{"answerable": True}] * times,
+            "text": ["It refuses to overwrite work you have not seen [1]."] * times,
+        },
+        cost_per_call=cost,
+    )
+
+
+def guarded(make_deps: MakeDeps, chat: ScriptedChatModel, **settings: Any) -> Deps:
+    deps = make_deps(chat)
+    return dataclasses.replace(deps, settings=deps.settings.model_copy(update=settings))
+
+
+def http(deps: Deps) -> TestClient:
+    return TestClient(create_app(lambda: deps))
+
+
+def today_spent(deps: Deps) -> Decimal:
+    return deps.state.budget_spent(guards.daily_ledger(time.time()))
+
+
+# Rate limits.
+
+
+def test_requests_over_the_address_limit_get_429_with_retry_after_and_a_reason(
+    make_deps: MakeDeps,
+) -> None:
+    chat = ScriptedChatModel({"Triage": [CONTACT] * 3})
+    client = http(guarded(make_deps, chat, rate_address_limit=2))
+
+    statuses = [client.post("/ask", json={"question": f"contact {n}?"}) for n in range(3)]
+
+    refused = statuses[-1]
+    assert [r.status_code for r in statuses] == [200, 200, 429]
+    assert 1 <= int(refused.headers["Retry-After"]) <= 60
+    assert "your address" in refused.json()["detail"]
+    assert len(chat.calls) == 2
+
+
+def test_requests_over_the_session_limit_get_429_naming_the_conversation(
+    make_deps: MakeDeps,
+) -> None:
+    chat = ScriptedChatModel({"Triage": [CONTACT] * 3})
+    client = http(guarded(make_deps, chat, rate_session_limit=1))
+    first = client.post("/ask", json={"question": "contact?"}).json()
+
+    again = client.post("/ask", json={"question": "email?", "session_id": first["session_id"]})
+
+    assert again.status_code == 429
+    assert "conversation" in again.json()["detail"]
+    assert "Retry-After" in again.headers
+
+
+def test_a_forged_x_forwarded_for_does_not_escape_the_address_limit(
+    make_deps: MakeDeps,
+) -> None:
+    chat = ScriptedChatModel({"Triage": [CONTACT] * 3})
+    client = http(guarded(make_deps, chat, rate_address_limit=1))
+    client.post("/ask", json={"question": "contact?"}, headers={"X-Forwarded-For": "198.51.100.1"})
+
+    forged = client.post(
+        "/ask", json={"question": "email?"}, headers={"X-Forwarded-For": "198.51.100.2"}
+    )
+
+    assert forged.status_code == 429
+
+
+def test_behind_a_trusted_proxy_each_forwarded_address_has_its_own_limit(
+    make_deps: MakeDeps,
+) -> None:
+    chat = ScriptedChatModel({"Triage": [CONTACT] * 2})
+    client = http(guarded(make_deps, chat, rate_address_limit=1, trusted_proxy_hops=1))
+
+    first = client.post(
+        "/ask", json={"question": "contact?"}, headers={"X-Forwarded-For": "1.1.1.1, 198.51.100.1"}
+    )
+    second = client.post(
+        "/ask", json={"question": "email?"}, headers={"X-Forwarded-For": "1.1.1.1, 198.51.100.2"}
+    )
+
+    assert (first.status_code, second.status_code) == (200, 200)
+
+
+class Context:
+    function_name = "candor-ask"
+    memory_limit_in_mb = 1024
+    invoked_function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:candor-ask"
+    aws_request_id = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
+
+
+def test_on_lambda_the_address_is_api_gateways_source_ip(make_deps: MakeDeps) -> None:
+    spec = importlib.util.spec_from_file_location("ask_app", ROOT / "functions/ask/app.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    chat = ScriptedChatModel({"Triage": [CONTACT] * 2})
+    deps = guarded(make_deps, chat, rate_address_limit=1)
+    module.app.state.deps_provider = lambda: deps
+    event: dict[str, Any] = json.loads((ROOT / "events/ask.json").read_text())
+    module.handler(event, Context())
+
+    event["headers"]["x-forwarded-for"] = "192.0.2.99"  # the client writes this header
+    event["body"] = json.dumps({"question": "How do I reach you?"})
+    response = module.handler(event, Context())
+
+    assert response["statusCode"] == 429
+    assert "Retry-After" in {name.title() for name in response["headers"]}
+
+
+# Spending.
+
+
+def test_a_spent_daily_budget_refuses_with_503_and_makes_no_model_call(
+    make_deps: MakeDeps,
+) -> None:
+    chat = ScriptedChatModel({})
+    deps = guarded(make_deps, chat, budget_daily_usd=Decimal("0.01"))
+    deps.state.reserve_budget(
+        guards.daily_ledger(time.time()), Decimal("0.01"), cap=Decimal("0.01"), expires_at=2**31
+    )
+
+    response = http(deps).post("/ask", json={"question": QUESTION})
+
+    assert response.status_code == 503
+    assert "daily spending budget" in response.json()["detail"]
+    assert chat.calls == []
+
+
+def test_a_spent_session_budget_refuses_and_returns_the_daily_hold(make_deps: MakeDeps) -> None:
+    chat = ScriptedChatModel({})
+    deps = guarded(make_deps, chat, budget_session_usd=Decimal("0.000001"))
+
+    response = http(deps).post("/ask", json={"question": QUESTION})
+
+    assert response.status_code == 503
+    assert "conversation" in response.json()["detail"]
+    assert chat.calls == []
+    assert today_spent(deps) == 0
+
+
+def test_the_ledger_is_trued_up_to_the_cost_in_the_trace(make_deps: MakeDeps) -> None:
+    deps = guarded(make_deps, answering(cost=0.001))
+
+    body = http(deps).post("/ask", json={"question": QUESTION}).json()
+
+    traced = sum(step["cost_usd"] for step in body["trace"])
+    assert traced == pytest.approx(0.003)
+    assert today_spent(deps) == Decimal("0.003")
+
+
+def test_a_request_that_fails_before_spending_is_refunded_in_full(make_deps: MakeDeps) -> None:
+    chat = ScriptedChatModel({"Triage": [ModelError("timed out")]}, cost_per_call=0.001)
+    deps = guarded(make_deps, chat)
+
+    response = http(deps).post("/ask", json={"question": QUESTION})
+
+    assert response.status_code == 502
+    assert today_spent(deps) == 0
+
+
+def test_a_request_that_fails_halfway_is_charged_what_it_spent(make_deps: MakeDeps) -> None:
+    chat = ScriptedChatModel(
+        {"Triage": [ANSWERABLE], "Grade": [ModelError("timed out")]}, cost_per_call=0.001
+    )
+    deps = guarded(make_deps, chat)
+
+    http(deps).post("/ask", json={"question": QUESTION})
+
+    assert today_spent(deps) == Decimal("0.001")
+
+
+# The answer cache.
+
+
+def test_an_exact_repeat_is_answered_from_the_cache_without_a_model_call(
+    make_deps: MakeDeps,
+) -> None:
+    chat = answering()
+    client = http(guarded(make_deps, chat))
+    first = client.post("/ask", json={"question": QUESTION}).json()
+    calls = len(chat.calls)
+
+    repeat = client.post("/ask", json={"question": "  what does --FORCE-with-lease do "}).json()
+
+    assert repeat["cached"] is True and first["cached"] is False
+    assert (repeat["answer"], repeat["citations"]) == (first["answer"], first["citations"])
+    assert [step["node"] for step in repeat["trace"]] == ["cache"]
+    assert len(chat.calls) == calls
+
+
+def test_a_cache_hit_reserves_nothing_from_the_budget(make_deps: MakeDeps) -> None:
+    deps = guarded(make_deps, answering())
+    client = http(deps)
+    client.post("/ask", json={"question": QUESTION})
+    # Whatever remains of the day's budget is now spoken for.
+    deps.state.reserve_budget(
+        guards.daily_ledger(time.time()),
+        deps.settings.budget_daily_usd,
+        cap=deps.settings.budget_daily_usd * 2,
+        expires_at=2**31,
+    )
+
+    repeat = client.post("/ask", json={"question": QUESTION})
+
+    assert repeat.status_code == 200
+    assert repeat.json()["cached"] is True
+
+
+def test_a_new_corpus_version_never_serves_an_old_cached_answer(make_deps: MakeDeps) -> None:
+    chat = answering(times=2)
+    deps = guarded(make_deps, chat)
+    client = http(deps)
+    client.post("/ask", json={"question": QUESTION})
+
+    deps.state.bump_corpus_version(deps.settings.index_name)
+    again = client.post("/ask", json={"question": QUESTION}).json()
+
+    assert again["cached"] is False
+    assert chat.kinds() == ["Triage", "Grade", "text"] * 2
+
+
+def test_an_ended_session_is_refused_before_the_cache_is_consulted(
+    make_deps: MakeDeps,
+) -> None:
+    abusive = {"abusive": True, "kind": "question"}
+    chat = ScriptedChatModel(
+        {
+            "Triage": [ANSWERABLE, abusive, abusive],
+            "Grade": [{"answerable": True}],
+            "text": ["It refuses to overwrite work you have not seen [1]."],
+        }
+    )
+    client = http(guarded(make_deps, chat))
+    client.post("/ask", json={"question": QUESTION})
+    session = client.post("/ask", json={"question": "You idiot."}).json()["session_id"]
+    client.post("/ask", json={"question": "Moron.", "session_id": session})
+
+    refused = client.post("/ask", json={"question": QUESTION, "session_id": session})
+
+    assert refused.status_code == 403
+
+
+def test_answers_to_follow_ups_are_not_cached(make_deps: MakeDeps) -> None:
+    follow_up = {"abusive": False, "kind": "follow_up"}
+    chat = ScriptedChatModel(
+        {
+            "Triage": [follow_up, follow_up],
+            "Grade": [{"answerable": True}] * 2,
+            "text": ["More about it [1]."] * 2,
+        }
+    )
+    client = http(guarded(make_deps, chat))
+    client.post("/ask", json={"question": "tell me more"})
+
+    again = client.post("/ask", json={"question": "tell me more"}).json()
+
+    assert again["cached"] is False
+
+
+# The pieces, one by one.
+
+
+@pytest.mark.parametrize(
+    ("peer", "forwarded", "hops", "expected"),
+    [
+        ("203.0.113.17", "198.51.100.1", 0, "203.0.113.17"),  # header ignored: client-written
+        ("10.0.0.2", "198.51.100.1, 203.0.113.17", 1, "203.0.113.17"),  # the proxy's entry
+        ("10.0.0.2", "203.0.113.17, 10.0.0.1", 2, "203.0.113.17"),
+        ("10.0.0.2", None, 1, "10.0.0.2"),  # fewer entries than proxies: the peer
+    ],
+)
+def test_client_address(peer: str, forwarded: str | None, hops: int, expected: str) -> None:
+    assert guards.client_address(peer, forwarded, hops) == expected
+
+
+def test_ipv6_addresses_share_a_limit_per_64_block() -> None:
+    first = guards.address_key("2001:db8:1:2::1")
+    second = guards.address_key("2001:db8:1:2:ffff::9")
+    assert first == second == "2001:db8:1:2::/64"
+    assert guards.address_key("203.0.113.17") == "203.0.113.17"
+
+
+def test_the_configured_reservation_is_used_as_is(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path, budget_reserve_usd=Decimal("0.02"))
+    assert guards.reservation_usd(settings, "unpriced-model") == Decimal("0.02")
+
+
+def test_the_computed_reservation_covers_the_most_expensive_path(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path)
+    price = DEFAULT_PRICES["gpt-4o-mini"]
+    tokens_in, tokens_out = guards.worst_case_tokens(settings)
+
+    reserved = guards.reservation_usd(settings, "gpt-4o-mini")
+
+    # Five calls with full passages: far more than the few hundred tokens per call
+    # the scripted and real runs show, and still well under a cent.
+    assert tokens_in > 5 * 2_000 and tokens_out >= 3 * 128 + settings.answer_max_tokens
+    assert reserved >= Decimal(str(price.cost(tokens_in, tokens_out)))
+    assert Decimal(0) < reserved < Decimal("0.01")
+
+
+def test_a_free_model_reserves_nothing(tmp_path: Path) -> None:
+    assert guards.reservation_usd(Settings(data_dir=tmp_path), "local") == 0
+
+
+def test_questions_differing_in_case_spacing_and_closing_punctuation_are_one() -> None:
+    assert guards.normalise("  What does  X do?! ") == guards.normalise("what does x do")
+
+
+def test_the_settings_fingerprint_changes_with_what_shapes_an_answer(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path)
+
+    def fingerprint(s: Settings, top_k: int = 4) -> str:
+        return guards.settings_fingerprint(s, chat="local", embedder="e", top_k=top_k)
+
+    assert fingerprint(settings) != fingerprint(settings, top_k=5)
+    assert fingerprint(settings) != fingerprint(settings.model_copy(update={"contact": "x"}))
+    assert fingerprint(settings) == fingerprint(
+        settings.model_copy(update={"cache_ttl_seconds": 9})
+    )
