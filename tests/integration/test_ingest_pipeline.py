@@ -99,6 +99,7 @@ def test_failures_are_recorded_and_the_other_documents_still_indexed(
         ("good-1.md", _markdown(2)),
         ("latin1.txt", b"caf\xe9"),
         ("paper.pdf", b"%PDF-1.7"),
+        ("slides.pptx", b"PK\x03\x04"),
         ("blank.md", b"\n\n"),
         ("good-2.txt", b"Still indexed."),
     ]
@@ -106,10 +107,16 @@ def test_failures_are_recorded_and_the_other_documents_still_indexed(
     report = ingest(documents, embedder=embedder, index=index)
 
     assert report.documents == 2
-    assert [source for source, _ in report.failures] == ["latin1.txt", "paper.pdf", "blank.md"]
+    assert [source for source, _ in report.failures] == [
+        "latin1.txt",
+        "paper.pdf",
+        "slides.pptx",
+        "blank.md",
+    ]
     reasons = dict(report.failures)
     assert "not UTF-8" in reasons["latin1.txt"]
-    assert "unsupported file type '.pdf'" in reasons["paper.pdf"]
+    assert "not a readable PDF" in reasons["paper.pdf"]
+    assert "unsupported file type '.pptx'" in reasons["slides.pptx"]
     assert "no text to index" in reasons["blank.md"]
     assert _ids(index, "good-1.md") and _ids(index, "good-2.txt")
     assert index.count() == report.chunks

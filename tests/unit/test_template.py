@@ -33,15 +33,7 @@ ENV_NESTED_DELIMITER = str(Settings.model_config.get("env_nested_delimiter", "__
 # Pinecone, DynamoDB) that candor.settings.Settings does not define yet; the issue
 # that writes those backends adds them. test_pending_settings_are_still_pending
 # fails once a field exists, so this list only shrinks.
-PENDING_SETTINGS = frozenset(
-    {
-        "chat_model",
-        "embedding_model",
-        "openai_api_key_parameter",
-        "pinecone_api_key_parameter",
-        "pinecone_host",
-    }
-)
+PENDING_SETTINGS: frozenset[str] = frozenset()
 
 
 class CloudFormationLoader(yaml.SafeLoader):
@@ -136,7 +128,7 @@ def resolved(value: Any) -> str | None:
 
 def test_the_template_has_the_functions_and_layer_the_tests_walk() -> None:
     # Guards the parametrised tests below against passing because they saw nothing.
-    assert "AskFunction" in FUNCTIONS
+    assert {"AskFunction", "IngestFunction"} <= set(FUNCTIONS)
     assert LAYERS == ["CandorLayer"]
     assert {"HttpApi"} == HTTP_APIS
 
@@ -309,3 +301,98 @@ def test_http_api_allows_only_the_configured_origins() -> None:
     origins = RESOURCES["HttpApi"]["Properties"]["CorsConfiguration"]["AllowOrigins"]
     assert origins == {"Fn::Split": [",", {"Ref": "AllowedOrigins"}]}
     assert "Default" not in PARAMETERS["AllowedOrigins"]
+
+
+# -- the documents bucket and the ingest function ---------------------------------
+
+# The bucket's name, as the template builds it from the stack's id; the ingest
+# function's policy must name the same bucket without a !Ref (see the template).
+STACK_UUID = {"Fn::Select": [2, {"Fn::Split": ["/", {"Ref": "AWS::StackId"}]}]}
+
+
+def policy_statements(logical_id: str) -> list[dict[str, Any]]:
+    return [
+        statement
+        for policy in function_properties(logical_id).get("Policies", [])
+        if isinstance(policy, dict)
+        for statement in policy.get("Statement", [])
+    ]
+
+
+def test_ingest_function_follows_uploads_and_deletes_in_the_documents_bucket() -> None:
+    events = function_properties("IngestFunction")["Events"]
+    s3_events = [e["Properties"] for e in events.values() if e["Type"] == "S3"]
+    assert s3_events == [
+        {
+            "Bucket": {"Ref": "DocumentsBucket"},
+            "Events": ["s3:ObjectCreated:*", "s3:ObjectRemoved:*"],
+        }
+    ]
+
+
+def test_documents_bucket_is_named_from_the_stack_id() -> None:
+    name = RESOURCES["DocumentsBucket"]["Properties"]["BucketName"]
+    assert name == {"Fn::Join": ["-", ["candor-docs", STACK_UUID]]}
+
+
+def test_ingest_function_may_only_read_the_documents_bucket() -> None:
+    s3 = [s for s in policy_statements("IngestFunction") if str(s["Action"]).startswith("s3:")]
+    granted = {s["Action"]: s["Resource"] for s in s3}
+    assert granted == {
+        "s3:GetObject": {
+            "Fn::Sub": [
+                "arn:${AWS::Partition}:s3:::candor-docs-${StackUuid}/*",
+                {"StackUuid": STACK_UUID},
+            ]
+        },
+        "s3:ListBucket": {
+            "Fn::Sub": [
+                "arn:${AWS::Partition}:s3:::candor-docs-${StackUuid}",
+                {"StackUuid": STACK_UUID},
+            ]
+        },
+    }
+    assert all(s["Effect"] == "Allow" for s in s3)
+
+
+def test_ingest_function_may_bump_the_corpus_version_and_nothing_more() -> None:
+    dynamodb = [
+        s for s in policy_statements("IngestFunction") if str(s["Action"]).startswith("dynamodb:")
+    ]
+    assert [(s["Action"], s["Resource"]) for s in dynamodb] == [
+        ("dynamodb:UpdateItem", {"Fn::GetAtt": ["StateTable", "Arn"]})
+    ]
+
+
+def test_documents_bucket_is_private_encrypted_and_kept() -> None:
+    bucket = RESOURCES["DocumentsBucket"]
+    properties = bucket["Properties"]
+    assert set(properties["PublicAccessBlockConfiguration"].values()) == {True}
+    assert len(properties["PublicAccessBlockConfiguration"]) == 4
+    (rule,) = properties["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    assert rule["ServerSideEncryptionByDefault"]["SSEAlgorithm"] in {"AES256", "aws:kms"}
+    assert bucket["DeletionPolicy"] == "Retain"
+    policy = RESOURCES["DocumentsBucketPolicy"]["Properties"]
+    assert policy["Bucket"] == {"Ref": "DocumentsBucket"}
+    (statement,) = policy["PolicyDocument"]["Statement"]
+    assert statement["Effect"] == "Deny"
+    assert statement["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+
+
+def test_ingest_function_has_time_for_a_long_document_and_a_small_concurrency() -> None:
+    properties = function_properties("IngestFunction")
+    assert 120 <= properties["Timeout"] <= 900
+    assert properties["ReservedConcurrentExecutions"] == {
+        "Fn::If": [
+            "ReserveIngestConcurrency",
+            {"Ref": "IngestReservedConcurrency"},
+            {"Ref": "AWS::NoValue"},
+        ]
+    }
+    assert 1 <= PARAMETERS["IngestReservedConcurrency"]["Default"] <= 5
+    assert properties["EventInvokeConfig"]["MaximumRetryAttempts"] <= 2
+
+
+def test_ingest_size_limit_parses_as_a_setting() -> None:
+    limit = environment("IngestFunction")["CANDOR_INGEST_MAX_BYTES"]
+    assert Settings(ingest_max_bytes=limit).ingest_max_bytes == 20 * 1024 * 1024

@@ -11,7 +11,12 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from candor.errors import CandorError, SessionEndedError
+from candor.errors import (
+    BudgetExhaustedError,
+    CandorError,
+    RateLimitedError,
+    SessionEndedError,
+)
 from candor.settings import Settings
 
 EXIT_USAGE = 2
@@ -26,7 +31,7 @@ def _settings() -> Settings:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from candor.factory import build_embedder, build_index
+    from candor.factory import build_embedder, build_index, build_state
     from candor.ingest.pipeline import ingest, iter_paths
 
     missing = [p for p in args.paths if not p.exists()]
@@ -38,11 +43,21 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     index = build_index(settings, embedder)
     documents = list(iter_paths(args.paths))
     if not documents:
-        print("candor: no supported documents (.md, .txt, .html) found", file=sys.stderr)
+        print("candor: no supported documents (.md, .txt, .html, .pdf) found", file=sys.stderr)
         return EXIT_USAGE
+    state = build_state(settings)
     progress = _progress_bar(len(documents), enabled=not args.json)
     try:
-        report = ingest(documents, embedder=embedder, index=index, progress=progress.update)
+        report = ingest(
+            documents,
+            embedder=embedder,
+            index=index,
+            progress=progress.update,
+            max_bytes=settings.ingest_max_bytes,
+            # A cached answer belongs to one corpus version: a run that changed the
+            # index bumps it (once), which retires them all.
+            on_change=lambda: state.bump_corpus_version(settings.index_name),
+        )
     finally:
         progress.close()
     summary = report.to_json()
@@ -51,7 +66,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     else:
         print(
             f"ingested {summary['documents']} documents into {summary['chunks']} chunks "
-            f"in {report.seconds:.1f} s ({settings.index_path}); "
+            f"in {report.seconds:.1f} s ({settings.index_path}): "
+            f"{report.documents_changed} changed, {report.documents_unchanged} unchanged; "
+            f"{report.chunks_embedded} chunks embedded, {report.chunks_deleted} deleted; "
             f"{len(report.failures)} failed"
         )
         for source, reason in report.failures:
@@ -95,7 +112,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
         result = asyncio.run(
             ask(deps, request.question, session_id=request.session_id, top_k=request.top_k)
         )
-    except SessionEndedError as error:
+    except (SessionEndedError, RateLimitedError, BudgetExhaustedError) as error:
         print(f"candor: {error}", file=sys.stderr)
         return EXIT_FAILED
     response = AskResponse.model_validate(result.to_json())
@@ -126,6 +143,41 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_stats(args: argparse.Namespace) -> int:
+    """What the index holds: documents, chunks, and the corpus version."""
+    from candor.factory import build_embedder, build_index, build_state
+    from candor.ingest.pipeline import count_documents
+
+    settings = _settings()
+    index = build_index(settings, build_embedder(settings))
+    stats = {
+        "index": settings.index_name,
+        "backend": settings.index_backend,
+        "documents": count_documents(index),
+        "chunks": index.count(),
+        "corpus_version": build_state(settings).corpus_version(settings.index_name),
+    }
+    if args.json:
+        print(json.dumps(stats))
+    else:
+        print(
+            f"{stats['documents']} documents, {stats['chunks']} chunks in index "
+            f"{settings.index_name!r} ({settings.index_backend}); "
+            f"corpus version {stats['corpus_version']}"
+        )
+    return 0
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    """Join and verify the local model's weights once, so the first question is not slow."""
+    from candor.backends.model_files import default_model_path
+
+    settings = _settings()
+    path = settings.local_model_path or default_model_path(settings.model_cache_dir)
+    print(f"local chat model: {path}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="candor",
@@ -133,7 +185,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True)
 
-    ingest = commands.add_parser("ingest", help="add documents (.md, .txt, .html) to the index")
+    ingest = commands.add_parser(
+        "ingest", help="add documents (.md, .txt, .html, .pdf) to the index"
+    )
     ingest.add_argument("paths", nargs="+", type=Path, metavar="PATH")
     ingest.add_argument("--json", action="store_true", help="print counts as JSON")
     ingest.set_defaults(run=cmd_ingest)
@@ -144,6 +198,13 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--top-k", type=int, default=None, help="passages to retrieve (1-10)")
     ask.add_argument("--json", action="store_true", help="print the POST /ask response")
     ask.set_defaults(run=cmd_ask)
+
+    stats = commands.add_parser("stats", help="documents and chunks in the index")
+    stats.add_argument("--json", action="store_true", help="print the counts as JSON")
+    stats.set_defaults(run=cmd_stats)
+
+    models = commands.add_parser("models", help="prepare and verify the local model weights")
+    models.set_defaults(run=cmd_models)
 
     serve = commands.add_parser("serve", help="serve the HTTP API")
     serve.add_argument("--host", default="127.0.0.1")

@@ -9,7 +9,18 @@ from __future__ import annotations
 from candor.deps import Deps
 from candor.errors import ConfigurationError
 from candor.ports import ChatModel, Embedder, Reranker, StateStore, VectorIndex
+from candor.secrets import api_key
 from candor.settings import Settings
+
+
+def openai_api_key(settings: Settings) -> str:
+    return api_key(
+        "openai",
+        direct=settings.openai_api_key,
+        parameter=settings.openai_api_key_parameter,
+        environment="OPENAI_API_KEY",
+        region=settings.aws_region,
+    )
 
 
 def build_embedder(settings: Settings) -> Embedder:
@@ -22,6 +33,18 @@ def build_embedder(settings: Settings) -> Embedder:
             from candor.backends.hashing_embedder import HashingEmbedder
 
             return HashingEmbedder()
+        case "openai":
+            from candor.backends.openai_embedder import OpenAIEmbedder
+
+            return OpenAIEmbedder(
+                model=settings.embedding_model,
+                api_key=openai_api_key(settings),
+                price=settings.price(settings.embedding_model),
+                dimensions=settings.embedding_dimensions,
+                base_url=settings.openai_base_url,
+                timeout=settings.openai_timeout_seconds,
+                max_retries=settings.openai_max_retries,
+            )
         case other:
             raise ConfigurationError(f"embedder backend {other!r} is not available yet")
 
@@ -40,6 +63,17 @@ def build_chat(settings: Settings) -> ChatModel:
                 name="local",
                 price=settings.price("local"),
             )
+        case "openai":
+            from candor.backends.openai_chat import OpenAIChatModel
+
+            return OpenAIChatModel(
+                model=settings.chat_model,
+                api_key=openai_api_key(settings),
+                price=settings.price(settings.chat_model),
+                base_url=settings.openai_base_url,
+                timeout=settings.openai_timeout_seconds,
+                max_retries=settings.openai_max_retries,
+            )
         case other:
             raise ConfigurationError(f"chat backend {other!r} is not available yet")
 
@@ -50,6 +84,29 @@ def build_index(settings: Settings, embedder: Embedder) -> VectorIndex:
             from candor.backends.sqlite_index import SqliteVectorIndex
 
             return SqliteVectorIndex(settings.index_path, embedder.dimensions)
+        case "pinecone":
+            from pinecone import Pinecone
+
+            from candor.backends.pinecone_index import PineconeVectorIndex
+
+            if not settings.pinecone_host:
+                raise ConfigurationError("CANDOR_PINECONE_HOST must name the Pinecone index host")
+            key = api_key(
+                "pinecone",
+                direct=settings.pinecone_api_key,
+                parameter=settings.pinecone_api_key_parameter,
+                environment="PINECONE_API_KEY",
+                region=settings.aws_region,
+            )
+            # The timeout bounds each attempt; the SDK retries 5xx and 429 itself.
+            client = Pinecone(api_key=key, timeout=settings.pinecone_timeout_seconds)
+            sparse_host = settings.pinecone_sparse_host
+            return PineconeVectorIndex(
+                client.index(host=settings.pinecone_host),
+                sparse=client.index(host=sparse_host) if sparse_host else None,
+                dimensions=embedder.dimensions,
+                namespace=settings.index_name,
+            )
         case other:
             raise ConfigurationError(f"index backend {other!r} is not available yet")
 
@@ -60,6 +117,16 @@ def build_state(settings: Settings) -> StateStore:
             from candor.backends.sqlite_state import SqliteStateStore
 
             return SqliteStateStore(settings.state_path)
+        case "dynamodb":
+            from candor.backends.dynamodb_state import DynamoDBStateStore
+
+            if not settings.state_table:
+                raise ConfigurationError("CANDOR_STATE_TABLE must name the DynamoDB table")
+            return DynamoDBStateStore(
+                settings.state_table,
+                endpoint_url=settings.dynamodb_endpoint_url,
+                region=settings.aws_region,
+            )
         case other:
             raise ConfigurationError(f"state backend {other!r} is not available yet")
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from candor.errors import ConfigurationError
@@ -70,6 +71,60 @@ class Settings(BaseSettings):
 
     # Pricing for the trace and (later) the budget.
     prices: dict[str, Price] = Field(default_factory=lambda: dict(DEFAULT_PRICES))
+
+    # OpenAI (chat_backend / embedder_backend "openai"). The key comes from
+    # openai_api_key, else from the SSM SecureString named by openai_api_key_parameter
+    # (read once per process), else from the SDK's own OPENAI_API_KEY.
+    chat_model: str = Field(default="gpt-4o-mini", min_length=1)
+    embedding_model: str = Field(default="text-embedding-3-small", min_length=1)
+    embedding_dimensions: int | None = Field(
+        default=None, ge=1, description="unset: the model's own width (1536 for -3-small)"
+    )
+    openai_api_key: SecretStr | None = None
+    openai_api_key_parameter: str | None = Field(default=None, pattern=r"^/[A-Za-z0-9_.\-/]+$")
+    openai_base_url: str | None = Field(default=None, description="an OpenAI-compatible server")
+    # Per attempt; with the retries, a decision that stalls still ends well inside
+    # the ask function's 28 s.
+    openai_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
+    openai_max_retries: int = Field(default=2, ge=0, le=5)
+
+    # Pinecone (index_backend "pinecone"): one serverless dense index, and a sparse
+    # index for keywords (unset: dense-only retrieval). The namespace is index_name,
+    # so one pair of indexes serves several sites. The key as for OpenAI.
+    pinecone_host: str | None = None
+    pinecone_sparse_host: str | None = None
+    pinecone_api_key: SecretStr | None = None
+    pinecone_api_key_parameter: str | None = Field(default=None, pattern=r"^/[A-Za-z0-9_.\-/]+$")
+    pinecone_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
+
+    # Ingestion: a larger object is recorded as a failure and not read.
+    ingest_max_bytes: int = Field(default=20 * 1024 * 1024, ge=1)
+
+    # Guards (README, "Guards"). Rate limits count requests in fixed windows.
+    rate_address_limit: int = Field(default=20, ge=1, description="requests per window")
+    rate_address_window_seconds: int = Field(default=60, ge=1, le=86_400)
+    rate_session_limit: int = Field(default=10, ge=1, description="requests per window")
+    rate_session_window_seconds: int = Field(default=60, ge=1, le=86_400)
+    # 0: the client address is the connection's peer (on Lambda, API Gateway's
+    # sourceIp). N: the N-th address from the right of X-Forwarded-For, the one the
+    # outermost of N proxies you run appended; addresses left of it are client-written.
+    trusted_proxy_hops: int = Field(default=0, ge=0, le=5)
+    # Spending, in US dollars: one ledger per UTC day, and optionally one per session.
+    budget_daily_usd: Decimal = Field(default=Decimal("5"), ge=0, decimal_places=6)
+    budget_session_usd: Decimal | None = Field(default=None, ge=0, decimal_places=6)
+    # Held per request before the first model call. Unset: the most the graph can
+    # spend, from the chat model's price and the token caps (candor.guards).
+    budget_reserve_usd: Decimal | None = Field(default=None, ge=0, decimal_places=9)
+    # Exact repeats (same normalised question, corpus version and settings).
+    cache_enabled: bool = True
+    cache_ttl_seconds: int = Field(default=86_400, ge=1)
+
+    # The DynamoDB state store (state_backend="dynamodb").
+    state_table: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]{3,255}$")
+    dynamodb_endpoint_url: str | None = Field(
+        default=None, description="DynamoDB Local, e.g. http://127.0.0.1:8100"
+    )
+    aws_region: str | None = Field(default=None, description="unset: boto3's own lookup")
 
     @model_validator(mode="after")
     def _paths_exist(self) -> Settings:

@@ -1,4 +1,7 @@
-"""Ingestion: load documents, chunk them by headings, embed and index the chunks."""
+"""Ingestion: load documents, chunk them by headings, embed and index the chunks.
+
+Keeping an index in step with an S3 bucket is candor.ingest.s3.
+"""
 
 from candor.ingest.chunking import chunk_document, chunk_id, doc_prefix
 from candor.ingest.loaders import (
@@ -8,18 +11,33 @@ from candor.ingest.loaders import (
     is_supported,
     load_document,
 )
-from candor.ingest.pipeline import IngestReport, embedding_text, ingest, iter_paths
+from candor.ingest.pipeline import (
+    Chunking,
+    IngestReport,
+    Outcome,
+    count_documents,
+    delete_document,
+    embedding_text,
+    ingest,
+    ingest_document,
+    iter_paths,
+)
 
 __all__ = [
     "SUPPORTED_EXTENSIONS",
+    "Chunking",
     "Document",
     "IngestReport",
+    "Outcome",
     "Section",
     "chunk_document",
     "chunk_id",
+    "count_documents",
+    "delete_document",
     "doc_prefix",
     "embedding_text",
     "ingest",
+    "ingest_document",
     "is_supported",
     "iter_paths",
     "load_document",

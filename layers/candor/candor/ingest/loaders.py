@@ -9,19 +9,21 @@ because one bad upload must not stop the rest of a batch.
 from __future__ import annotations
 
 import codecs
+import io
 import re
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from candor.errors import IngestError
 
 if TYPE_CHECKING:
     from bs4 import Tag
+    from pypdf import PdfReader
 
-Kind = Literal["markdown", "text", "html"]
+Kind = Literal["markdown", "text", "html", "pdf"]
 
 _KIND_BY_EXTENSION: dict[str, Kind] = {
     ".md": "markdown",
@@ -30,6 +32,7 @@ _KIND_BY_EXTENSION: dict[str, Kind] = {
     "": "text",
     ".html": "html",
     ".htm": "html",
+    ".pdf": "pdf",
 }
 SUPPORTED_EXTENSIONS: tuple[str, ...] = tuple(ext for ext in _KIND_BY_EXTENSION if ext)
 
@@ -41,6 +44,7 @@ _KIND_BY_MEDIA_TYPE: dict[str, Kind] = {
     "text/plain": "text",
     "text/html": "html",
     "application/xhtml+xml": "html",
+    "application/pdf": "pdf",
 }
 
 
@@ -73,8 +77,10 @@ def is_supported(name: str) -> bool:
 def load_document(data: bytes, source: str, *, media_type: str | None = None) -> Document:
     """Parse a document. A recognised `media_type` wins over the extension of `source`."""
     kind = _kind(source, media_type)
-    text = _decode(data, source)
     stem = PurePosixPath(source).stem or source
+    if kind == "pdf":
+        return _load_pdf(data, source, stem)
+    text = _decode(data, source)
     match kind:
         case "markdown":
             return _load_markdown(text, source, stem)
@@ -83,6 +89,14 @@ def load_document(data: bytes, source: str, *, media_type: str | None = None) ->
             return Document(source, stem, [Section("", body, 0)] if body else [])
         case "html":
             return _load_html(text, source, stem)
+
+
+def document_kind(source: str, media_type: str | None = None) -> Kind:
+    """The loader for a document, or an IngestError naming what is supported.
+
+    Callers that fetch documents (S3) ask before reading the bytes.
+    """
+    return _kind(source, media_type)
 
 
 def _kind(source: str, media_type: str | None) -> Kind:
@@ -186,13 +200,12 @@ _BLOCK_TAGS = frozenset(
 
 
 def _load_html(text: str, source: str, stem: str) -> Document:
-    # Imported here: only HTML needs them, and they are not in the Lambda layer.
+    # Imported here: only HTML needs them (they cost cold start to a function that
+    # never reads HTML).
     try:
         from bs4 import BeautifulSoup, FeatureNotFound, XMLParsedAsHTMLWarning
     except ImportError:
-        raise IngestError(
-            f"{source}: HTML needs beautifulsoup4 and lxml (pip install 'candor[local]')"
-        ) from None
+        raise IngestError(f"{source}: HTML needs beautifulsoup4 and lxml") from None
     try:
         with warnings.catch_warnings():
             # XHTML pages (the Git docs open with <?xml ...?>) trigger this; the HTML
@@ -200,7 +213,7 @@ def _load_html(text: str, source: str, stem: str) -> Document:
             warnings.simplefilter("ignore", XMLParsedAsHTMLWarning)
             soup = BeautifulSoup(text, "lxml")
     except FeatureNotFound:
-        raise IngestError(f"{source}: HTML needs lxml (pip install 'candor[local]')") from None
+        raise IngestError(f"{source}: HTML needs lxml") from None
     reader = _HtmlReader()
     try:
         reader.read(soup.body or soup)
@@ -442,3 +455,82 @@ class _HtmlReader:
             self._end_block()
         self._nested -= 1
         self._glue = False
+
+
+# -- PDF ------------------------------------------------------------------------
+
+
+def _load_pdf(data: bytes, source: str, stem: str) -> Document:
+    """One section per outline entry when the PDF has an outline (bookmarks), else
+    the pages' text as untitled sections, which the chunker packs together.
+
+    A PDF of scanned pages has no text to extract: that is an IngestError, not an
+    empty document, because nothing would ever be found in it.
+    """
+    from pypdf import PdfReader
+    from pypdf.errors import PyPdfError
+
+    try:
+        reader = PdfReader(io.BytesIO(data))
+        if reader.is_encrypted and not reader.decrypt(""):
+            raise IngestError(f"{source}: the PDF is encrypted with a password")
+        pages = [_tidy(page.extract_text() or "") for page in reader.pages]
+        title = _pdf_title(reader) or stem
+        headings = _pdf_outline(reader)
+    except IngestError:
+        raise
+    # pypdf raises its own errors for damaged files, and occasionally plain ones
+    # (ValueError, KeyError, struct errors) from deep inside a broken object.
+    except (PyPdfError, ValueError, KeyError, TypeError, AttributeError, OSError) as e:
+        raise IngestError(f"{source}: not a readable PDF ({type(e).__name__}: {e})") from None
+    if not any(pages):
+        raise IngestError(
+            f"{source}: the PDF has no extractable text (scanned pages need OCR first)"
+        )
+    return Document(source, title, _pdf_sections(pages, headings))
+
+
+def _pdf_title(reader: PdfReader) -> str:
+    metadata = reader.metadata
+    title = metadata.title if metadata is not None else None
+    return _collapse(str(title)) if title else ""
+
+
+def _pdf_outline(reader: PdfReader) -> list[tuple[int, str, int]]:
+    """(page index, heading, level) for each outline entry that points at a page, in order."""
+    found: list[tuple[int, str, int]] = []
+
+    def walk(items: list[Any], level: int) -> None:
+        for item in items:
+            if isinstance(item, list):
+                walk(item, level + 1)
+                continue
+            try:
+                page = reader.get_destination_page_number(item)
+            except Exception:  # a broken destination costs its heading, not the document
+                continue
+            heading = _collapse(str(getattr(item, "title", "") or ""))
+            if heading and page is not None and page >= 0:
+                found.append((page, heading, min(level, 6)))
+
+    try:
+        walk(list(reader.outline), 1)
+    except Exception:  # an unreadable outline: fall back to the pages
+        return []
+    found.sort(key=lambda entry: entry[0])
+    return found
+
+
+def _pdf_sections(pages: list[str], headings: list[tuple[int, str, int]]) -> list[Section]:
+    if not headings:
+        return [Section("", text, 0) for text in pages if text]
+    sections: list[Section] = []
+    before = "\n\n".join(text for text in pages[: headings[0][0]] if text)
+    if before:
+        sections.append(Section("", before, 0))
+    for number, (page, heading, level) in enumerate(headings):
+        end = headings[number + 1][0] if number + 1 < len(headings) else len(pages)
+        # Entries on the same page share it: the text goes under the last of them.
+        text = "\n\n".join(t for t in pages[page:end] if t) if end > page else ""
+        sections.append(Section(heading, text, level))
+    return sections

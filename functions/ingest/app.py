@@ -1,0 +1,87 @@
+"""S3 puts and deletes in the documents bucket -> the candor ingest pipeline, on AWS Lambda.
+
+Thin: parse the event with Powertools' S3Event, get the dependencies (built once
+per container), reconcile each key with the bucket (candor.ingest.s3), and log
+one line per record. A document's own fault (corrupt PDF, undecodable text, over
+the size limit) is reported and the event succeeds: retrying cannot fix it. A
+backend's fault (OpenAI, Pinecone, S3) fails the invocation after every record
+was tried, so that Lambda retries the event; the keys already done then cost a
+fetch and a listing each, no embedding.
+"""
+
+from __future__ import annotations
+
+from functools import cache, partial
+from typing import Any
+from urllib.parse import unquote_plus
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.utilities.data_classes import S3Event
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from candor.ingest.pipeline import Chunking
+from candor.ingest.s3 import ObjectChange, S3Ingestion, S3Reader
+from candor.settings import get_settings
+
+logger = Logger(service="candor-ingest")
+
+
+class RetryableIngestError(Exception):
+    """Some records failed in a backend; raised so that Lambda delivers the event again."""
+
+
+@cache
+def ingestion() -> S3Ingestion:
+    from candor.factory import build_embedder, build_index, build_state
+
+    settings = get_settings()
+    embedder = build_embedder(settings)
+    state = build_state(settings)
+    return S3Ingestion(
+        embedder=embedder,
+        index=build_index(settings, embedder),
+        reader=S3Reader(region=settings.aws_region, max_bytes=settings.ingest_max_bytes),
+        chunking=Chunking(max_bytes=settings.ingest_max_bytes),
+        on_change=partial(state.bump_corpus_version, settings.index_name),
+    )
+
+
+def changes(event: S3Event) -> list[ObjectChange]:
+    # S3 URL-encodes keys in notifications ("my notes/été.md" arrives as
+    # "my+notes/%C3%A9t%C3%A9.md"). S3Event.object_key decodes only the first
+    # record's key, so every record's key is decoded here the same way.
+    # The test event S3 sends when a notification is configured has no records.
+    if "Records" not in event:
+        return []
+    return [
+        ObjectChange(
+            bucket=record.s3.bucket.name,
+            key=unquote_plus(record.s3.get_object.key),
+            event=record.event_name,
+            size=record.s3.get_object.get("size"),
+        )
+        for record in event.records
+    ]
+
+
+def process(event: dict[str, Any], work: S3Ingestion) -> dict[str, Any]:
+    """Reconcile every key the event names; raise if a backend failed on any."""
+    result = work.apply(changes(S3Event(event)))
+    for outcome in result.outcomes:
+        if outcome.status == "failed":
+            logger.warning("not ingested", extra=outcome.to_json())
+        else:
+            logger.info(outcome.status, extra=outcome.to_json())
+    summary = result.to_json()
+    logger.info("ingest summary", extra=summary["summary"])
+    if result.report.retryable:
+        raise RetryableIngestError(
+            f"{len(result.report.retryable)} record(s) failed in a backend: "
+            + ", ".join(result.report.retryable)
+        )
+    return summary
+
+
+@logger.inject_lambda_context(clear_state=True)
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return process(event, ingestion())

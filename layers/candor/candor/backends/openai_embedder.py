@@ -1,0 +1,128 @@
+"""The production Embedder: OpenAI embeddings through the `openai` SDK (imported on first use).
+
+Texts go in requests of at most 256 inputs (the API takes 2048 inputs and 300k
+tokens per request; 256 passages of 800 characters stay far below both). Vectors
+come back in input order and unit length. Token usage accumulates on the instance
+(`tokens`, `cost_usd`) for ingest reports. SDK errors become ModelError.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from candor.errors import ConfigurationError, ModelError
+from candor.ports import Vectors
+from candor.settings import Price
+
+if TYPE_CHECKING:
+    from openai import OpenAI
+
+# The width each model returns unless asked for fewer (text-embedding-3-* accept
+# `dimensions`; ada-002 does not).
+NATIVE_DIMENSIONS = {
+    "text-embedding-3-small": 1536,
+    "text-embedding-3-large": 3072,
+    "text-embedding-ada-002": 1536,
+}
+MAX_INPUTS = 256
+
+
+def dimensions_of(model: str, requested: int | None) -> int:
+    native = NATIVE_DIMENSIONS.get(model)
+    if requested is not None:
+        if native is not None and requested > native:
+            raise ConfigurationError(
+                f"{model} returns at most {native} dimensions, not {requested}"
+            )
+        return requested
+    if native is None:
+        raise ConfigurationError(
+            f"the width of embedding model {model!r} is unknown: set CANDOR_EMBEDDING_DIMENSIONS"
+        )
+    return native
+
+
+class OpenAIEmbedder:
+    """Embedder backed by an OpenAI (or OpenAI-compatible) embeddings API."""
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        api_key: str,
+        price: Price,
+        dimensions: int | None = None,
+        base_url: str | None = None,
+        timeout: float = 10.0,
+        max_retries: int = 2,
+    ) -> None:
+        self.name = model
+        self.dimensions = dimensions_of(model, dimensions)
+        # Only a width other than the model's own is sent: ada-002 refuses the field.
+        self._request_dimensions = (
+            None if dimensions == NATIVE_DIMENSIONS.get(model) else dimensions
+        )
+        self.price = price
+        self.tokens = 0
+        self.cost_usd = 0.0
+        self._api_key = api_key
+        self._base_url = base_url
+        self._timeout = timeout
+        self._max_retries = max_retries
+        self._client: OpenAI | None = None
+        self._lock = threading.Lock()
+
+    def client(self) -> OpenAI:
+        with self._lock:
+            if self._client is None:
+                from openai import OpenAI
+
+                self._client = OpenAI(
+                    api_key=self._api_key,
+                    base_url=self._base_url,
+                    timeout=self._timeout,
+                    max_retries=self._max_retries,
+                )
+            return self._client
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        for start in range(0, len(texts), MAX_INPUTS):
+            batch = texts[start : start + MAX_INPUTS]
+            out[start : start + len(batch)] = self._embed_batch(batch)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        np.divide(out, norms, out=out, where=norms > 0)
+        return out
+
+    def _embed_batch(self, texts: Sequence[str]) -> Vectors:
+        from openai import OpenAIError, omit
+
+        # The API refuses an empty string; a space embeds to "nothing in particular".
+        inputs = [text if text.strip() else " " for text in texts]
+        try:
+            response = self.client().embeddings.create(
+                model=self.name,
+                input=inputs,
+                dimensions=omit if self._request_dimensions is None else self._request_dimensions,
+                encoding_format="float",
+            )
+        except OpenAIError as e:
+            raise ModelError(f"{self.name}: {type(e).__name__}: {e}") from e
+        rows = sorted(response.data, key=lambda item: item.index)
+        if [row.index for row in rows] != list(range(len(inputs))):
+            raise ModelError(f"{self.name}: {len(rows)} embeddings for {len(inputs)} inputs")
+        matrix = np.asarray([row.embedding for row in rows], dtype=np.float32)
+        if matrix.shape != (len(inputs), self.dimensions):
+            raise ModelError(
+                f"{self.name}: embeddings of shape {matrix.shape}; "
+                f"expected ({len(inputs)}, {self.dimensions})"
+            )
+        if response.usage is not None:
+            with self._lock:
+                self.tokens += response.usage.prompt_tokens
+                self.cost_usd += self.price.cost(response.usage.prompt_tokens, 0)
+        return matrix

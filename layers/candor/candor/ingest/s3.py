@@ -1,0 +1,159 @@
+"""Documents in an S3 bucket, kept in step with the index from S3 event notifications.
+
+An event says which keys changed, not what they hold now. S3 delivers events at
+least once and in no guaranteed order: a put can arrive after the delete that
+followed it, or twice. So each key is reconciled with the bucket as it is when
+the event is handled: an object that exists is ingested from its current bytes
+(the content fingerprint makes a repeat free), and a key with no object has its
+chunks deleted. Applying the same event twice, or two events in either order,
+leaves the index as the bucket is.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from candor.errors import IngestError
+from candor.ingest.loaders import document_kind
+from candor.ingest.pipeline import (
+    Chunking,
+    IngestReport,
+    Outcome,
+    delete_document,
+    finish,
+    ingest_document,
+)
+from candor.ports import Embedder, VectorIndex
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+logger = logging.getLogger(__name__)
+
+_MISSING_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectChange:
+    """One record of an S3 event: the key (decoded), what happened, and where."""
+
+    bucket: str
+    key: str
+    event: str  # "ObjectCreated:Put", "ObjectRemoved:Delete", ...
+    size: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class S3Document:
+    data: bytes
+    media_type: str | None
+
+
+class S3Reader:
+    """Reads objects; the boto3 client is made on first use unless one is given."""
+
+    def __init__(
+        self, client: S3Client | None = None, *, region: str | None = None, max_bytes: int
+    ) -> None:
+        self._client = client
+        self._region = region
+        self.max_bytes = max_bytes
+
+    @property
+    def client(self) -> S3Client:
+        if self._client is None:
+            import boto3
+
+            self._client = boto3.client("s3", region_name=self._region)
+        return self._client
+
+    def read(self, bucket: str, key: str) -> S3Document | None:
+        """The object's bytes and media type, or None if there is no such object.
+
+        An object over `max_bytes` is an IngestError, raised before its body is read;
+        so is a type no loader reads.
+        """
+        from botocore.exceptions import ClientError
+
+        try:
+            response = self.client.get_object(Bucket=bucket, Key=key)
+        except ClientError as e:
+            # Without s3:ListBucket, S3 answers 403 rather than 404 for a missing
+            # key; the template grants it so that a delete is seen as one.
+            if e.response.get("Error", {}).get("Code") in _MISSING_CODES:
+                return None
+            raise
+        body = response["Body"]
+        try:
+            size = int(response.get("ContentLength", 0))
+            if size > self.max_bytes:
+                raise IngestError(
+                    f"{key}: {size} bytes is over the limit of {self.max_bytes} "
+                    "(CANDOR_INGEST_MAX_BYTES)"
+                )
+            media_type = response.get("ContentType")
+            document_kind(key, media_type)
+            return S3Document(body.read(), media_type)
+        finally:
+            body.close()
+
+
+@dataclass
+class SyncResult:
+    report: IngestReport
+    outcomes: list[Outcome] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "records": [outcome.to_json() for outcome in self.outcomes],
+            "summary": self.report.to_json(),
+        }
+
+
+@dataclass
+class S3Ingestion:
+    """What the ingest function needs: the ports, a reader, and how to chunk."""
+
+    embedder: Embedder
+    index: VectorIndex
+    reader: S3Reader
+    chunking: Chunking = field(default_factory=Chunking)
+    on_change: Callable[[], int] | None = None  # bumps the corpus version
+
+    def apply(self, changes: Sequence[ObjectChange]) -> SyncResult:
+        """Reconcile each key named by `changes` (once per key, in event order)."""
+        result = SyncResult(IngestReport())
+        seen: set[tuple[str, str]] = set()
+        for change in changes:
+            # "folder/" placeholders (the S3 console's "Create folder") hold nothing.
+            if (change.bucket, change.key) in seen or change.key.endswith("/"):
+                continue
+            seen.add((change.bucket, change.key))
+            outcome = self._reconcile(change)
+            logger.debug("%s %s: %s", change.event, change.key, outcome.status)
+            result.outcomes.append(outcome)
+            result.report.add(outcome)
+        finish(result.report, self.on_change)
+        return result
+
+    def _reconcile(self, change: ObjectChange) -> Outcome:
+        try:
+            document = self.reader.read(change.bucket, change.key)
+        except IngestError as e:
+            return Outcome(change.key, "failed", reason=str(e))
+        except Exception as e:  # S3 throttling, a network error: another try may work
+            logger.exception("cannot read s3://%s/%s", change.bucket, change.key)
+            return Outcome(change.key, "failed", reason=f"{type(e).__name__}: {e}", retryable=True)
+        if document is None:
+            return delete_document(change.key, index=self.index)
+        return ingest_document(
+            change.key,
+            document.data,
+            embedder=self.embedder,
+            index=self.index,
+            chunking=self.chunking,
+            media_type=document.media_type,
+        )

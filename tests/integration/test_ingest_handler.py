@@ -1,0 +1,353 @@
+"""The ingest Lambda handler (functions/ingest) with the real-shaped events in events/,
+S3 through moto, the HashingEmbedder (counted) and a SQLite index."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import unquote_plus
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from candor.backends.sqlite_index import SqliteVectorIndex
+from candor.backends.sqlite_state import SqliteStateStore
+from candor.ingest import doc_prefix
+from candor.ingest.pipeline import Chunking
+from candor.ingest.s3 import S3Ingestion, S3Reader
+from tests.embedders import CountingEmbedder
+from tests.pdfs import make_pdf
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+EVENTS = ROOT / "events"
+REGION: Final = "eu-west-1"
+BUCKET = "candor-docs-0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
+MAX_BYTES = 50_000
+
+GUIDE = b"# Getting started\n\n## Install\n\nRun the installer, then open the winch panel.\n"
+
+
+def load_event(name: str) -> dict[str, Any]:
+    event: dict[str, Any] = json.loads((EVENTS / name).read_text())
+    return event
+
+
+def keys_in(event: dict[str, Any]) -> list[str]:
+    return [unquote_plus(r["s3"]["object"]["key"]) for r in event["Records"]]
+
+
+def load_handler_module() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("ingest_app", ROOT / "functions/ingest/app.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class Context:
+    function_name = "candor-ingest"
+    memory_limit_in_mb = 1024
+    invoked_function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:candor-ingest"
+    aws_request_id = "6f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
+
+
+@pytest.fixture
+def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[S3Client]:
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": REGION,
+    }.items():
+        monkeypatch.setenv(name, value)
+    with mock_aws():
+        client = boto3.client("s3", region_name=REGION)
+        client.create_bucket(
+            Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION}
+        )
+        yield client
+
+
+@pytest.fixture
+def index(tmp_path: Path) -> Iterator[SqliteVectorIndex]:
+    with SqliteVectorIndex(tmp_path / "index.sqlite3", 384) as index:
+        yield index
+
+
+@pytest.fixture
+def embedder() -> CountingEmbedder:
+    return CountingEmbedder()
+
+
+@pytest.fixture
+def app() -> ModuleType:
+    return load_handler_module()
+
+
+@pytest.fixture
+def work(s3: S3Client, embedder: CountingEmbedder, index: SqliteVectorIndex) -> S3Ingestion:
+    return S3Ingestion(
+        embedder=embedder,
+        index=index,
+        reader=S3Reader(s3, max_bytes=MAX_BYTES),
+        chunking=Chunking(max_bytes=MAX_BYTES),
+    )
+
+
+def put(s3: S3Client, key: str, body: bytes, content_type: str | None = None) -> None:
+    extra = {"ContentType": content_type} if content_type else {}
+    s3.put_object(Bucket=BUCKET, Key=key, Body=body, **extra)  # type: ignore[arg-type]
+
+
+def chunk_ids(index: SqliteVectorIndex, key: str) -> list[str]:
+    return list(index.list_ids(doc_prefix(key)))
+
+
+def test_a_put_event_indexes_the_object(
+    app: ModuleType, s3: S3Client, work: S3Ingestion, index: SqliteVectorIndex
+) -> None:
+    # Given an uploaded document and the event S3 sends for it
+    event = load_event("s3-put.json")
+    (key,) = keys_in(event)
+    put(s3, key, GUIDE, "text/markdown")
+
+    # When the handler processes the event
+    result = app.process(event, work)
+
+    # Then the document's chunks are indexed and the record is reported
+    (record,) = result["records"]
+    assert (record["source"], record["status"]) == (key, "changed")
+    assert record["chunks"] == len(chunk_ids(index, key)) > 0
+    assert result["summary"]["documents_changed"] == 1
+    (chunk,) = index.fetch(chunk_ids(index, key))
+    assert (chunk.source, chunk.title) == ("guides/getting-started.md", "Getting started")
+
+
+def test_a_duplicate_event_embeds_once(
+    app: ModuleType, s3: S3Client, work: S3Ingestion, embedder: CountingEmbedder
+) -> None:
+    event = load_event("s3-put.json")
+    put(s3, keys_in(event)[0], GUIDE)
+    app.process(event, work)
+    embedded = embedder.texts
+
+    again = app.process(copy.deepcopy(event), work)
+
+    assert embedded > 0
+    assert embedder.texts == embedded
+    assert again["records"][0]["status"] == "unchanged"
+    assert again["summary"]["chunks_embedded"] == 0
+
+
+def test_a_delete_event_removes_every_chunk_of_the_object(
+    app: ModuleType, s3: S3Client, work: S3Ingestion, index: SqliteVectorIndex
+) -> None:
+    key = keys_in(load_event("s3-put.json"))[0]
+    put(s3, key, GUIDE)
+    app.process(load_event("s3-put.json"), work)
+    assert chunk_ids(index, key)
+    s3.delete_object(Bucket=BUCKET, Key=key)
+
+    result = app.process(load_event("s3-delete.json"), work)
+
+    assert result["records"][0]["status"] == "deleted"
+    assert chunk_ids(index, key) == []
+    assert index.count() == 0
+
+
+def test_a_multi_record_event_reports_each_record_and_a_bad_one_stops_no_other(
+    app: ModuleType, s3: S3Client, work: S3Ingestion, index: SqliteVectorIndex
+) -> None:
+    # Given the objects of a five-record event: two good documents, a PDF with
+    # text, a scanned PDF without, and a delete of a key never indexed
+    event = load_event("s3-multi.json")
+    install, overview, scanned, config, old = keys_in(event)
+    put(s3, install, b"# Install\n\nUnpack the kite and attach the lines.\n")
+    put(s3, overview, make_pdf([["Overview of the kite."]], title="Overview"), "application/pdf")
+    put(s3, scanned, make_pdf([[]]), "application/pdf")
+    put(s3, config, b"<html><body><h1>Config</h1><p>winch.autocoil: on</p></body></html>")
+
+    # When the handler processes it
+    result = app.process(event, work)
+
+    # Then each record has its outcome, and the event succeeds: retrying would
+    # not give the scanned PDF any text
+    statuses = {r["source"]: r["status"] for r in result["records"]}
+    assert statuses == {
+        install: "changed",
+        overview: "changed",
+        scanned: "failed",
+        config: "changed",
+        old: "absent",
+    }
+    failed = next(r for r in result["records"] if r["status"] == "failed")
+    assert "no extractable text" in failed["reason"]
+    assert failed["retryable"] is False
+    for key in (install, overview, config):
+        assert chunk_ids(index, key)
+    summary = result["summary"]
+    assert (summary["documents_seen"], summary["documents_changed"], summary["failed"]) == (5, 3, 1)
+
+
+def test_a_url_encoded_key_with_spaces_and_unicode_is_decoded(
+    app: ModuleType, s3: S3Client, work: S3Ingestion, index: SqliteVectorIndex
+) -> None:
+    event = load_event("s3-unicode-key.json")
+    key = "notes/Getting started – été & co.md"
+    assert event["Records"][0]["s3"]["object"]["key"] != key  # it arrives encoded
+    put(s3, key, b"# Notes\n\nThe summer notes.\n")
+
+    result = app.process(event, work)
+
+    assert result["records"][0]["source"] == key
+    assert result["records"][0]["status"] == "changed"
+    (chunk,) = index.fetch(chunk_ids(index, key))
+    assert chunk.source == key
+
+
+def test_a_late_delete_event_for_a_re_uploaded_object_keeps_it(
+    app: ModuleType, s3: S3Client, work: S3Ingestion, index: SqliteVectorIndex
+) -> None:
+    # Given an object that was deleted and uploaded again, whose delete event
+    # arrives after the put was processed
+    key = keys_in(load_event("s3-put.json"))[0]
+    put(s3, key, GUIDE)
+    app.process(load_event("s3-put.json"), work)
+
+    # When the stale delete event is handled
+    result = app.process(load_event("s3-delete.json"), work)
+
+    # Then the index follows the bucket, which still holds the object
+    assert result["records"][0]["status"] == "unchanged"
+    assert chunk_ids(index, key)
+
+
+def test_a_late_put_event_for_a_deleted_object_removes_its_chunks(
+    app: ModuleType, s3: S3Client, work: S3Ingestion, index: SqliteVectorIndex
+) -> None:
+    key = keys_in(load_event("s3-put.json"))[0]
+    put(s3, key, GUIDE)
+    app.process(load_event("s3-put.json"), work)
+    s3.delete_object(Bucket=BUCKET, Key=key)
+
+    result = app.process(load_event("s3-put.json"), work)
+
+    assert result["records"][0]["status"] == "deleted"
+    assert chunk_ids(index, key) == []
+
+
+def test_an_object_over_the_size_limit_is_reported_without_reading_it(
+    app: ModuleType, s3: S3Client, work: S3Ingestion, embedder: CountingEmbedder
+) -> None:
+    key = keys_in(load_event("s3-put.json"))[0]
+    put(s3, key, b"# Big\n\n" + b"word " * (MAX_BYTES // 4))
+
+    result = app.process(load_event("s3-put.json"), work)
+
+    (record,) = result["records"]
+    assert record["status"] == "failed"
+    assert f"over the limit of {MAX_BYTES}" in record["reason"]
+    assert embedder.texts == 0
+
+
+def test_an_unsupported_type_is_reported(app: ModuleType, s3: S3Client, work: S3Ingestion) -> None:
+    event = load_event("s3-put.json")
+    event["Records"][0]["s3"]["object"]["key"] = "images/logo.png"
+    put(s3, "images/logo.png", b"\x89PNG\r\n", "image/png")
+
+    result = app.process(event, work)
+
+    assert result["records"][0]["status"] == "failed"
+    assert "unsupported file type '.png'" in result["records"][0]["reason"]
+
+
+def test_a_backend_failure_fails_the_invocation_after_trying_every_record(
+    app: ModuleType, s3: S3Client, index: SqliteVectorIndex
+) -> None:
+    # Given an embedder that fails once the first document is embedded
+    event = load_event("s3-multi.json")
+    install, overview, _, config, _ = keys_in(event)
+    put(s3, install, b"# Install\n\nUnpack the kite.\n")
+    put(s3, overview, make_pdf([["Overview of the kite."]]), "application/pdf")
+    put(s3, config, b"<html><body><p>winch.autocoil: on</p></body></html>")
+    work = S3Ingestion(
+        embedder=CountingEmbedder(fail_after=1),
+        index=index,
+        reader=S3Reader(s3, max_bytes=MAX_BYTES),
+    )
+
+    # When the handler processes the event, it raises so that Lambda retries it
+    with pytest.raises(app.RetryableIngestError, match=r"papers/overview\.pdf"):
+        app.process(event, work)
+
+    # And the document embedded before the failure is indexed
+    assert chunk_ids(index, install)
+
+
+def test_the_handler_builds_its_dependencies_from_settings(
+    app: ModuleType, s3: S3Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from candor.settings import get_settings
+
+    for name, value in {
+        "CANDOR_DATA_DIR": str(tmp_path),
+        "CANDOR_EMBEDDER_BACKEND": "hashing",
+        "CANDOR_INDEX_BACKEND": "sqlite",
+        "CANDOR_STATE_BACKEND": "sqlite",
+        "CANDOR_INDEX_NAME": "site-a",
+    }.items():
+        monkeypatch.setenv(name, value)
+    get_settings.cache_clear()
+    app.ingestion.cache_clear()
+    event = load_event("s3-put.json")
+    put(s3, keys_in(event)[0], GUIDE)
+    try:
+        result = app.handler(event, Context())
+        again = app.handler(event, Context())
+    finally:
+        get_settings.cache_clear()
+        app.ingestion.cache_clear()
+
+    assert result["records"][0]["status"] == "changed"
+    assert again["records"][0]["status"] == "unchanged"
+    # The change bumped the site's corpus version once; the repeat did not
+    assert (result["summary"]["corpus_version"], again["summary"]["corpus_version"]) == (1, None)
+    state = SqliteStateStore(tmp_path / "state.sqlite3")
+    try:
+        assert state.corpus_version("site-a") == 1
+    finally:
+        state.close()
+
+
+def test_the_test_event_s3_sends_on_configuration_is_ignored(
+    app: ModuleType, work: S3Ingestion
+) -> None:
+    event = {
+        "Service": "Amazon S3",
+        "Event": "s3:TestEvent",
+        "Time": "2026-11-29T17:00:00.000Z",
+        "Bucket": BUCKET,
+        "RequestId": "5582815E1AEA5ADF",
+        "HostId": "8cLeGAmw098X5cv4Zkwcmo8vvZa3eH3eKxsPzbB9wrR+YstdA6Knx4Ip8EXAMPLE",
+    }
+
+    assert app.process(event, work)["records"] == []
+
+
+def test_a_folder_placeholder_is_skipped(app: ModuleType, s3: S3Client, work: S3Ingestion) -> None:
+    event = load_event("s3-put.json")
+    event["Records"][0]["s3"]["object"]["key"] = "guides/"
+    put(s3, "guides/", b"")
+
+    assert app.process(event, work)["records"] == []
