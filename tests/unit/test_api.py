@@ -72,7 +72,9 @@ def test_invalid_input_is_rejected_with_a_reason(
 
 def test_ended_session_is_refused_with_403_and_a_reason(make_deps: MakeDeps) -> None:
     abusive = {"abusive": True, "kind": "question"}
-    http = client(make_deps, ScriptedChatModel({"Triage": [abusive, abusive]}))
+    confirmed = {"insulting": True}
+    chat = ScriptedChatModel({"Triage": [abusive, abusive], "Moderation": [confirmed, confirmed]})
+    http = client(make_deps, chat)
     first = http.post("/ask", json={"question": "You idiot."}).json()
     http.post("/ask", json={"question": "Moron.", "session_id": first["session_id"]})
     refused = http.post("/ask", json={"question": "Hello?", "session_id": first["session_id"]})

@@ -141,20 +141,23 @@ def test_contact_request_gets_the_configured_contact_without_generation(
 
 def test_first_abusive_message_warns_and_second_ends_the_session(make_deps: MakeDeps) -> None:
     abusive = {"abusive": True, "kind": "question"}
-    chat = ScriptedChatModel({"Triage": [abusive, abusive]})
+    confirmed = {"insulting": True}
+    chat = ScriptedChatModel({"Triage": [abusive, abusive], "Moderation": [confirmed, confirmed]})
     first = ask(make_deps, chat, "You are a useless bot.")
     assert first.decision == "warned"
     second = ask(make_deps, chat, "Still useless, idiot.", session_id=first.session_id)
     assert second.decision == "ended"
     with pytest.raises(SessionEndedError):
         ask(make_deps, chat, "What does --force-with-lease do?", session_id=first.session_id)
-    assert chat.kinds() == ["Triage", "Triage"]  # the refused request made no model call
+    # the refused request made no model call
+    assert chat.kinds() == ["Triage", "Moderation", "Triage", "Moderation"]
 
 
 def test_a_warned_session_that_behaves_is_answered_normally(make_deps: MakeDeps) -> None:
     chat = ScriptedChatModel(
         {
             "Triage": [{"abusive": True, "kind": "question"}, QUESTION],
+            "Moderation": [{"insulting": True}],
             "Grade": [{"answerable": True}],
             "text": ["Use git commit --amend [1]."],
         }
@@ -162,6 +165,47 @@ def test_a_warned_session_that_behaves_is_answered_normally(make_deps: MakeDeps)
     first = ask(make_deps, chat, "Answer faster, moron.")
     second = ask(make_deps, chat, "How do I amend a commit?", session_id=first.session_id)
     assert second.decision == "answered"
+
+
+def test_flagged_message_that_the_second_look_clears_is_answered(make_deps: MakeDeps) -> None:
+    chat = ScriptedChatModel(
+        {
+            "Triage": [{"abusive": True, "kind": "question"}],
+            "Moderation": [{"insulting": False}],
+            "Grade": [{"answerable": True}],
+            "text": ["Run git commit --amend [1]."],
+        }
+    )
+    result = ask(make_deps, chat, "detached head??")
+    assert result.decision == "answered"
+    assert chat.kinds() == ["Triage", "Moderation", "Grade", "text"]
+
+
+def test_code_request_without_any_code_is_searched_as_a_question(make_deps: MakeDeps) -> None:
+    chat = ScriptedChatModel(
+        {
+            "Triage": [{"abusive": False, "kind": "code_request"}],
+            "Grade": [{"answerable": True}],
+            "text": ["Use git commit --amend [1]."],
+        }
+    )
+    result = ask(make_deps, chat, "I committed too soon and want to take back my last commit")
+    assert result.decision == "answered"
+    assert "retrieve" in nodes(result)
+
+
+def test_long_message_called_a_follow_up_is_searched_on_its_own(make_deps: MakeDeps) -> None:
+    chat = ScriptedChatModel(
+        {
+            "Triage": [{"abusive": False, "kind": "follow_up"}],
+            "Grade": [{"answerable": True}],
+            "text": ["Stash them first [1]."],
+        }
+    )
+    question = "I am halfway through some edits and need to switch to an urgent fix branch"
+    ask(make_deps, chat, question)
+    grade_prompt = chat.calls[1].messages[-1]["content"]
+    assert f"Question: {question}" in grade_prompt
 
 
 def test_moderation_sees_the_new_message_alone(make_deps: MakeDeps) -> None:

@@ -264,6 +264,7 @@ def test_an_ended_session_is_refused_before_the_cache_is_consulted(
     chat = ScriptedChatModel(
         {
             "Triage": [ANSWERABLE, abusive, abusive],
+            "Moderation": [{"insulting": True}, {"insulting": True}],
             "Grade": [{"answerable": True}],
             "text": ["It refuses to overwrite work you have not seen [1]."],
         }

@@ -55,11 +55,11 @@ class Settings(BaseSettings):
     llm_context_tokens: int = Field(default=4096, ge=512)
 
     # Retrieval.
-    top_k: int = Field(default=4, ge=1, le=10)
+    top_k: int = Field(default=3, ge=1, le=10)
     candidates: int = Field(default=20, ge=1, le=100)
     rrf_k: int = Field(default=60, ge=1)
     max_attempts: int = Field(default=2, ge=1, le=5)
-    passage_chars: int = Field(default=700, ge=100, description="passage text shown to the model")
+    passage_chars: int = Field(default=600, ge=100, description="passage text shown to the model")
 
     # Conversation.
     history_turns: int = Field(default=3, ge=0, le=20)

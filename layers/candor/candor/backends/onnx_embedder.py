@@ -79,6 +79,9 @@ class OnnxEmbedder:
     `threads` is onnxruntime's intra-op thread count; 0 means one per core.
     `model_path` and `tokenizer_path` default to the installed packages' files.
     A batch holds at most `batch_texts` texts and `batch_tokens` padded tokens.
+    `spin=False` stops idle worker threads from spinning: slower on idle cores,
+    much faster when the cores are shared with other busy work (a bulk ingest
+    next to a serving chat model).
     """
 
     name = "all-MiniLM-L6-v2-int8"
@@ -92,6 +95,7 @@ class OnnxEmbedder:
         tokenizer_path: Path | None = None,
         batch_texts: int = BATCH_TEXTS,
         batch_tokens: int = BATCH_TOKENS,
+        spin: bool = True,
     ) -> None:
         if threads < 0:
             raise ValueError(f"threads must be 0 (one per core) or more, not {threads}")
@@ -111,10 +115,10 @@ class OnnxEmbedder:
         options.inter_op_num_threads = 1
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        # Idle threads that spin keep a core busy for nothing. When anything else
-        # runs (the local chat model, a second worker), that halved throughput
-        # here, and cost a single query more than it gained.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        # Spinning threads answer a query ~4 ms sooner on idle cores, but when
+        # another process keeps a core busy they wait on each other: throughput
+        # fell to a third here. See `spin` in the class docstring.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spin else "0")
         try:
             self._session = ort.InferenceSession(
                 str(model), sess_options=options, providers=["CPUExecutionProvider"]

@@ -13,8 +13,8 @@ import re
 from candor import retrieval
 from candor.deps import Deps
 from candor.graph import prompts
-from candor.graph.schemas import Grade, Rewrite, Triage
-from candor.graph.state import Citation, GraphState, Update
+from candor.graph.schemas import Grade, Moderation, Rewrite, Triage
+from candor.graph.state import Citation, GraphState, Intent, Update
 
 SNIPPET_CHARS = 240
 CITATION = re.compile(r"\[(\d{1,2})\]")
@@ -24,10 +24,17 @@ async def moderate(state: GraphState, deps: Deps) -> Update:
     """Judge the new message alone; the verdict on abuse ignores the history.
 
     One structured call also classifies the message's kind, so that route needs
-    no call of its own.
+    no call of its own. A message it flags as abusive gets a second, focused
+    look before the session is warned: a false warning costs a visitor far more
+    than one extra call on the rare flagged message.
     """
     verdict = (await deps.chat.structured(prompts.triage(state.question), Triage)).value
-    if not verdict.abusive:
+    if verdict.abusive:
+        second = await deps.chat.structured(prompts.moderation(state.question), Moderation)
+        abusive = second.value.insulting
+    else:
+        abusive = False
+    if not abusive:
         return {"intent": verdict.kind}
     status = await asyncio.to_thread(deps.state.record_offence, state.session_id)
     if status == "ended":
@@ -35,25 +42,47 @@ async def moderate(state: GraphState, deps: Deps) -> Update:
     return {"intent": verdict.kind, "decision": "warned", "answer": prompts.warning()}
 
 
+# A small model over-calls the two routes that skip retrieval. These need evidence
+# in the message itself: code to fix, or too few words to name a topic.
+CODE_EVIDENCE = re.compile(
+    r"\n\s*\S.*\n|```|Traceback|Error:|error:|Exception|\bat \S+:\d+|#!/|[{};]\s*$",
+    re.MULTILINE,
+)
+FOLLOW_UP_MAX_WORDS = 6
+
+
+def effective_intent(intent: Intent | None, message: str) -> Intent:
+    if intent == "code_request" and not CODE_EVIDENCE.search(message):
+        return "question"
+    if intent == "follow_up" and len(message.split()) > FOLLOW_UP_MAX_WORDS:
+        return "question"
+    return intent or "question"
+
+
 async def route(state: GraphState, deps: Deps) -> Update:
     """Pick the path. A follow-up borrows the topic of the last answered question."""
     settings = deps.settings
-    match state.intent:
+    intent = effective_intent(state.intent, state.question)
+    match intent:
         case "greeting":
-            return {"decision": "smalltalk"}
+            return {"intent": intent, "decision": "smalltalk"}
         case "contact":
-            return {"decision": "smalltalk", "answer": prompts.contact_reply(settings.contact)}
+            return {
+                "intent": intent,
+                "decision": "smalltalk",
+                "answer": prompts.contact_reply(settings.contact),
+            }
         case "code_request":
             return {
+                "intent": intent,
                 "decision": "code_refused",
                 "answer": prompts.code_refusal(settings.site_name, settings.contact),
             }
         case "follow_up":
             topic = next((t.question for t in reversed(state.history) if t.question), "")
-            query = f"{topic} {state.question}".strip()
-            return {"query": query}
+            return {"intent": intent, "query": f"{topic} {state.question}".strip()}
         case _:
-            return {"query": state.question}
+            return {"intent": intent, "query": state.question}
 
 
 async def retrieve(state: GraphState, deps: Deps) -> Update:

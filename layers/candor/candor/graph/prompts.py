@@ -27,6 +27,20 @@ TRIAGE_SYSTEM = (
     "- question: any other request for information"
 )
 
+MODERATION_SYSTEM = (
+    "You check one chat message for insults. insulting is true only if the message calls "
+    "someone names (stupid, idiot, useless, worthless, clueless, moron), shows contempt for "
+    "a person or the assistant, or threatens someone. Pasted code, error messages, commands, "
+    "questions and frustration with software are not insulting."
+)
+
+
+def moderation(message: str) -> list[Message]:
+    return [
+        {"role": "system", "content": MODERATION_SYSTEM},
+        {"role": "user", "content": f"Message:\n<<<\n{message}\n>>>"},
+    ]
+
 
 def triage(message: str) -> list[Message]:
     return [

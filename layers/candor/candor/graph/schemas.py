@@ -12,6 +12,12 @@ class Triage(BaseModel):
     kind: Intent
 
 
+class Moderation(BaseModel):
+    """A focused second look at a message the triage flagged as abusive."""
+
+    insulting: bool
+
+
 class Grade(BaseModel):
     answerable: bool
 

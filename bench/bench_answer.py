@@ -1,0 +1,71 @@
+"""Seconds per answered question with the local models, on the dev corpus.
+
+Usage: python bench/bench_answer.py CORPUS_DIR [--limit N]
+
+Builds (once) an index of the corpus under .candor/bench/answer, then asks the
+dev set's factual and vague questions through the full graph. Prints one line per
+question and then answered_p50_s, answered_p95_s and model_calls_per_answered.
+Run it on a quiet machine: another busy process slows a small model many times over.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import time
+from pathlib import Path
+
+from candor.factory import build_deps
+from candor.ingest.pipeline import ingest, iter_paths
+from candor.service import ask
+from candor.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[1]
+QUESTIONS = ROOT.parent / "shared/eval/git-doc-questions.jsonl"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("corpus", type=Path)
+    parser.add_argument("--questions", type=Path, default=QUESTIONS)
+    parser.add_argument("--limit", type=int, default=12)
+    args = parser.parse_args()
+
+    # No answer cache: a second run must measure the model, not the cache.
+    settings = Settings(
+        data_dir=ROOT / ".candor/bench/answer", history_turns=0, cache_enabled=False
+    )
+    deps = build_deps(settings)
+    if deps.index.count() == 0:
+        started = time.perf_counter()
+        report = ingest(iter_paths([args.corpus]), embedder=deps.embedder, index=deps.index)
+        print(f"indexed {report.chunks} chunks in {time.perf_counter() - started:.0f} s")
+
+    rows = [json.loads(line) for line in args.questions.read_text().splitlines() if line]
+    rows = [r for r in rows if r["kind"] in ("factual", "vague")][: args.limit]
+    answered: list[float] = []
+    calls: list[int] = []
+    for row in rows:
+        started = time.perf_counter()
+        result = asyncio.run(ask(deps, row["question"]))
+        seconds = time.perf_counter() - started
+        n_calls = sum(1 for step in result.trace if step.tokens_in)
+        print(
+            f"{row['id']} {result.decision:9} {seconds:5.1f} s calls={n_calls} "
+            f"attempts={result.attempts} cites={[c.source for c in result.citations]}"
+        )
+        if result.decision == "answered":
+            answered.append(seconds)
+            calls.append(n_calls)
+    print(f"questions={len(rows)} answered={len(answered)}")
+    if answered:
+        answered.sort()
+        print(f"answered_p50_s={statistics.median(answered):.2f}")
+        print(f"answered_p95_s={answered[min(len(answered) - 1, int(len(answered) * 0.95))]:.2f}")
+        print(f"model_calls_per_answered={statistics.mean(calls):.2f}")
+
+
+if __name__ == "__main__":
+    main()
