@@ -47,6 +47,7 @@ def main() -> None:
     rows = [r for r in rows if r["kind"] in ("factual", "vague")][: args.limit]
     answered: list[float] = []
     calls: list[int] = []
+    tokens: list[tuple[int, int]] = []
     for row in rows:
         started = time.perf_counter()
         result = asyncio.run(ask(deps, row["question"]))
@@ -59,12 +60,27 @@ def main() -> None:
         if result.decision == "answered":
             answered.append(seconds)
             calls.append(n_calls)
+            tokens.append(
+                (
+                    sum(step.tokens_in for step in result.trace),
+                    sum(step.tokens_out for step in result.trace),
+                )
+            )
     print(f"questions={len(rows)} answered={len(answered)}")
     if answered:
         answered.sort()
         print(f"answered_p50_s={statistics.median(answered):.2f}")
         print(f"answered_p95_s={answered[min(len(answered) - 1, int(len(answered) * 0.95))]:.2f}")
         print(f"model_calls_per_answered={statistics.mean(calls):.2f}")
+        tokens_in = statistics.mean(t[0] for t in tokens)
+        tokens_out = statistics.mean(t[1] for t in tokens)
+        print(f"tokens_in_per_answered={tokens_in:.0f}")
+        print(f"tokens_out_per_answered={tokens_out:.0f}")
+        # What the same tokens would cost on the production default model (the
+        # local model is free; OpenAI's tokenizer counts differ by a few percent).
+        price = settings.price("gpt-4o-mini")
+        usd = price.cost(round(tokens_in), round(tokens_out))
+        print(f"usd_per_answered_at_gpt_4o_mini={usd:.6f}")
 
 
 if __name__ == "__main__":
