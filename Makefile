@@ -12,7 +12,7 @@ SHARED_EVAL ?= ../shared/eval
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON \
 	-DGGML_F16C=ON -DGGML_BMI2=ON -DLLAVA_BUILD=OFF
 
-.PHONY: install demo serve test lint typecheck unit corpus bench clean dynamodb-local stress
+.PHONY: install demo serve test lint typecheck unit corpus bench eval clean dynamodb-local stress
 
 install: $(STAMP)
 
@@ -67,6 +67,11 @@ bench: install corpus
 	$(BIN)/python bench/bench_graph.py
 	$(BIN)/python bench/bench_llm.py
 	$(BIN)/python bench/bench_answer.py $(CORPUS)
+
+# The dev set: retrieval per strategy and the full graph with the local models.
+# The index (.candor/indexes/eval-<hash of the corpus>) is built once and reused.
+eval: install corpus
+	$(BIN)/candor eval --corpus $(CORPUS) --questions $(SHARED_EVAL)/git-doc-questions.jsonl --out eval-out
 
 clean:
 	rm -rf $(VENV) .candor .mypy_cache .ruff_cache .pytest_cache

@@ -1,4 +1,4 @@
-"""`candor`: ingest documents, ask questions, serve the HTTP API."""
+"""`candor`: ingest documents, ask questions, evaluate, serve the HTTP API."""
 
 from __future__ import annotations
 
@@ -136,7 +136,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     print(
         f"candor is serving on http://{args.host}:{args.port}  (API docs: /docs)\n"
         f"  ask:  curl -s http://{args.host}:{args.port}/ask -H 'content-type: application/json' "
-        '-d \'{"question": "How do I undo my last commit?"}\'',
+        '-d \'{"question": "How do I deploy candor to AWS?"}\'',
         file=sys.stderr,
     )
     uvicorn.run(app, host=args.host, port=args.port, log_level="info")
@@ -178,6 +178,63 @@ def cmd_models(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_eval(args: argparse.Namespace) -> int:
+    """Retrieval (and, unless --retrieval-only, agent) metrics on a question set."""
+    from candor.evaluation.questions import QuestionFileError
+    from candor.evaluation.report import write_report
+    from candor.evaluation.runner import EvalError, EvalOptions, run_eval
+    from candor.retrieval import STRATEGIES
+
+    strategies = tuple(s.strip() for s in args.strategies.split(",") if s.strip())
+    unknown = [s for s in strategies if s not in STRATEGIES]
+    if unknown or not strategies:
+        print(
+            f"candor: unknown strategies {', '.join(unknown) or '(none)'}; "
+            f"choose from {','.join(STRATEGIES)}",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    if args.limit is not None and args.limit < 1:
+        print("candor: --limit must be at least 1", file=sys.stderr)
+        return EXIT_USAGE
+    for path, what in ((args.corpus, "corpus folder"), (args.questions, "question file")):
+        if not path.exists():
+            print(f"candor: no such {what}: {path}", file=sys.stderr)
+            return EXIT_USAGE
+    options = EvalOptions(
+        corpus=args.corpus,
+        questions=args.questions,
+        out=args.out,
+        limit=args.limit,
+        retrieval_only=args.retrieval_only,
+        strategies=strategies,
+    )
+    try:
+        report = run_eval(_settings(), options)
+    except (QuestionFileError, EvalError) as error:
+        print(f"candor: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("candor: interrupted; a rerun reuses the index built so far", file=sys.stderr)
+        return 130
+    paths = write_report(report, args.out)
+    for name, row in report["retrieval"].items():
+        print(
+            f"{name:14} n={row['n']} R@1={row['recall@1']} R@5={row['recall@5']} "
+            f"R@10={row['recall@10']} MRR={row['mrr']} p50={row['p50_ms']} ms"
+        )
+    agent = report.get("agent")
+    if agent is not None:
+        print(
+            f"agent n={agent['n']} failures={agent['failures']} "
+            f"routing={agent['routing_accuracy']} decline P/R={agent['decline_precision']}/"
+            f"{agent['decline_recall']} correct={agent['answer_correct']} "
+            f"calls/q={agent['model_calls_per_question']} p50={agent['p50_s']} s"
+        )
+    print(f"wrote {', '.join(map(str, paths))}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="candor",
@@ -205,6 +262,23 @@ def build_parser() -> argparse.ArgumentParser:
 
     models = commands.add_parser("models", help="prepare and verify the local model weights")
     models.set_defaults(run=cmd_models)
+
+    evaluate = commands.add_parser(
+        "eval", help="measure retrieval and answers on a question set (JSONL)"
+    )
+    evaluate.add_argument("--corpus", type=Path, required=True, metavar="DIR")
+    evaluate.add_argument("--questions", type=Path, required=True, metavar="FILE")
+    evaluate.add_argument("--out", type=Path, default=Path("eval-out"), metavar="DIR")
+    evaluate.add_argument("--limit", type=int, default=None, help="questions, spread over kinds")
+    evaluate.add_argument(
+        "--retrieval-only", action="store_true", help="skip the full-graph (model) part"
+    )
+    evaluate.add_argument(
+        "--strategies",
+        default="dense,keyword,hybrid,hybrid_rerank",
+        help="comma-separated retrieval strategies",
+    )
+    evaluate.set_defaults(run=cmd_eval)
 
     serve = commands.add_parser("serve", help="serve the HTTP API")
     serve.add_argument("--host", default="127.0.0.1")

@@ -1,0 +1,1 @@
+"""`candor eval`: retrieval and agent metrics on a question set over a document folder."""

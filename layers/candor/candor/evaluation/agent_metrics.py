@@ -1,0 +1,164 @@
+"""Agent metrics over per-question records of full-graph runs.
+
+Every rate comes with its sample size in `samples`, and is None when that is 0.
+A question that raised is a failure: it counts in `failures` and in no rate.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from candor.evaluation.questions import ANSWERABLE_KINDS
+from candor.evaluation.retrieval_metrics import percentile
+
+# The decisions that show the right path was taken; a question of any other kind
+# must go through retrieval, ending answered or declined.
+EXPECTED_DECISIONS: dict[str, frozenset[str]] = {
+    "greeting": frozenset({"smalltalk"}),
+    "code_request": frozenset({"code_refused"}),
+    "abusive": frozenset({"warned", "ended"}),
+}
+RETRIEVAL_DECISIONS = frozenset({"answered", "declined"})
+
+RATES = (
+    "routing_accuracy",
+    "decline_precision",
+    "decline_recall",
+    "answerable_declined",
+    "answer_correct",
+    "citation_accuracy",
+    "citation_validity",
+    "rewrite_rate",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class AgentRecord:
+    """What one question's run did (or why it failed: `error`)."""
+
+    id: str
+    kind: str
+    seconds: float
+    decision: str = ""
+    answer: str = ""
+    cited_sources: tuple[str, ...] = ()
+    citations_valid: int = 0  # of the citations, those naming a passage the run retrieved
+    expected_sources: tuple[str, ...] = ()
+    answer_keywords: tuple[str, ...] = ()
+    model_calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    attempts: int = 0
+    rewrites: int = 0
+    error: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None
+
+    def routed_right(self) -> bool:
+        return self.decision in EXPECTED_DECISIONS.get(self.kind, RETRIEVAL_DECISIONS)
+
+    def keywords_present(self) -> bool:
+        text = self.answer.casefold()
+        return all(k.casefold() in text for k in self.answer_keywords)
+
+    def to_json(self) -> dict[str, Any]:
+        row: dict[str, Any] = {
+            "id": self.id,
+            "kind": self.kind,
+            "seconds": round(self.seconds, 3),
+        }
+        if self.failed:
+            return row | {"error": self.error}
+        return row | {
+            "decision": self.decision,
+            "routed_right": self.routed_right(),
+            "answer_correct": self.keywords_present() if self.kind in ANSWERABLE_KINDS else None,
+            "cited_sources": list(self.cited_sources),
+            "citations_valid": self.citations_valid,
+            "model_calls": self.model_calls,
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "cost_usd": self.cost_usd,
+            "attempts": self.attempts,
+            "rewrites": self.rewrites,
+            "answer": self.answer,
+        }
+
+
+def _rate(hits: int, n: int) -> float | None:
+    return round(hits / n, 4) if n else None
+
+
+def _mean(values: Sequence[float], digits: int = 4) -> float | None:
+    return round(statistics.fmean(values), digits) if values else None
+
+
+def summarise(records: Sequence[AgentRecord]) -> dict[str, Any]:
+    """The agent figures of a set of records (all questions, or one kind)."""
+    done = [r for r in records if not r.failed]
+    answerable = [r for r in done if r.kind in ANSWERABLE_KINDS]
+    unanswerable = [r for r in done if r.kind == "unanswerable"]
+    declined = [r for r in answerable + unanswerable if r.decision == "declined"]
+    answered = [r for r in answerable if r.decision == "answered"]
+    all_answered = [r for r in done if r.decision == "answered"]
+    retrieving = [r for r in done if r.attempts > 0]
+    citations = sum(len(r.cited_sources) for r in all_answered)
+    seconds = [r.seconds for r in done]
+    p50, p95 = percentile(seconds, 50), percentile(seconds, 95)
+    counts: dict[str, tuple[int, int]] = {
+        "routing_accuracy": (sum(r.routed_right() for r in done), len(done)),
+        # Declined questions that should have been: unanswerable among the declined.
+        "decline_precision": (
+            sum(1 for r in declined if r.kind == "unanswerable"),
+            len(declined),
+        ),
+        "decline_recall": (
+            sum(1 for r in unanswerable if r.decision == "declined"),
+            len(unanswerable),
+        ),
+        "answerable_declined": (
+            sum(1 for r in answerable if r.decision == "declined"),
+            len(answerable),
+        ),
+        # All keywords in the answer; a declined answerable question is not correct.
+        "answer_correct": (sum(r.keywords_present() for r in answerable), len(answerable)),
+        "citation_accuracy": (
+            sum(1 for r in answered if set(r.cited_sources) & set(r.expected_sources)),
+            len(answered),
+        ),
+        "citation_validity": (sum(r.citations_valid for r in all_answered), citations),
+        "rewrite_rate": (sum(1 for r in retrieving if r.rewrites), len(retrieving)),
+    }
+    summary: dict[str, Any] = {"n": len(records)}
+    for name, (hits, n) in counts.items():
+        summary[name] = _rate(hits, n)
+    summary |= {
+        "model_calls_per_question": _mean([r.model_calls for r in done], 3),
+        "model_calls_per_answered": _mean([r.model_calls for r in all_answered], 3),
+        "tokens_per_question": _mean([r.tokens_in + r.tokens_out for r in done], 1),
+        "cost_per_question_usd": _mean([r.cost_usd for r in done], 8),
+        "p50_s": None if p50 is None else round(p50, 3),
+        "p95_s": None if p95 is None else round(p95, 3),
+        "failures": len(records) - len(done),
+        "samples": {name: n for name, (_, n) in counts.items()}
+        | {
+            "model_calls_per_question": len(done),
+            "model_calls_per_answered": len(all_answered),
+            "tokens_per_question": len(done),
+            "cost_per_question_usd": len(done),
+            "p50_s": len(done),
+            "p95_s": len(done),
+        },
+    }
+    return summary
+
+
+def summarise_by_kind(records: Sequence[AgentRecord]) -> dict[str, dict[str, Any]]:
+    kinds = sorted({r.kind for r in records})
+    return {kind: summarise([r for r in records if r.kind == kind]) for kind in kinds}

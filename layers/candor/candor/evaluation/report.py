@@ -1,0 +1,172 @@
+"""report.json, report.md and report.png from the report dict of one run."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from candor.retrieval import STRATEGIES
+
+AGENT_ROWS = (
+    ("routing_accuracy", "Routing accuracy"),
+    ("decline_precision", "Decline precision"),
+    ("decline_recall", "Decline recall (unanswerable declined)"),
+    ("answerable_declined", "Answerable declined"),
+    ("answer_correct", "Answer has all keywords"),
+    ("citation_accuracy", "Citation accuracy (cites an expected page)"),
+    ("citation_validity", "Citation validity (cites a retrieved passage)"),
+    ("rewrite_rate", "Rewrite rate"),
+    ("model_calls_per_question", "Model calls per question"),
+    ("model_calls_per_answered", "Model calls per answered question"),
+    ("tokens_per_question", "Tokens per question"),
+    ("cost_per_question_usd", "Cost per question (USD)"),
+    ("p50_s", "Seconds per question, p50"),
+    ("p95_s", "Seconds per question, p95"),
+)
+KIND_COLUMNS = ("routing_accuracy", "answer_correct", "citation_accuracy", "p50_s")
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.3f}" if abs(value) < 100 else f"{value:.0f}"
+    return str(value)
+
+
+def comparisons(retrieval: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Whether each component beats the simpler strategy, in words."""
+    notes: list[str] = []
+
+    def versus(name: str, baseline: str) -> None:
+        if name not in retrieval or baseline not in retrieval:
+            return
+        for metric in ("recall@1", "recall@5", "mrr"):
+            a, b = retrieval[name][metric], retrieval[baseline][metric]
+            if a is None or b is None:
+                continue
+            verdict = "beats" if a > b else ("ties" if a == b else "does NOT beat")
+            notes.append(f"{name} {verdict} {baseline} on {metric} ({a:.3f} vs {b:.3f})")
+
+    versus("hybrid", "dense")
+    versus("hybrid", "keyword")
+    versus("hybrid_rerank", "hybrid")
+    return notes
+
+
+def to_markdown(report: Mapping[str, Any]) -> str:
+    meta = report["meta"]
+    lines = [
+        "# candor eval",
+        "",
+        f"{meta['date']}: {meta['questions']} questions from `{meta['questions_file']}` over "
+        f"{meta['documents']} documents ({meta['chunks']} chunks) in `{meta['corpus']}`; "
+        f"embedder `{meta['embedder']}`, index `{meta['index']}`.",
+        "",
+        "## Retrieval",
+        "",
+        "Document level: a hit is a retrieved chunk from an expected page; k counts chunks; "
+        "a multi_hop question counts only when all its pages are in the top k.",
+        "",
+        "| strategy | n | Recall@1 | Recall@5 | Recall@10 | MRR | p50 ms | p95 ms |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, row in report["retrieval"].items():
+        cells = [row[k] for k in ("n", "recall@1", "recall@5", "recall@10", "mrr")]
+        cells += [row["p50_ms"], row["p95_ms"]]
+        lines.append(f"| {name} | " + " | ".join(_fmt(c) for c in cells) + " |")
+    notes = comparisons(report["retrieval"])
+    if notes:
+        lines += ["", *(f"- {note}" for note in notes)]
+    agent = report.get("agent")
+    if agent is not None:
+        config = agent.get("config", {})
+        lines += [
+            "",
+            "## Agent",
+            "",
+            f"{agent['n']} questions through the full graph "
+            f"(chat model `{config.get('chat_model', '?')}`, retrieval "
+            f"`{config.get('strategy', '?')}`); {agent['failures']} failed.",
+            "",
+            "| metric | value | n |",
+            "|---|---|---|",
+        ]
+        samples = agent.get("samples", {})
+        for key, label in AGENT_ROWS:
+            lines.append(f"| {label} | {_fmt(agent.get(key))} | {_fmt(samples.get(key))} |")
+        lines += [
+            "",
+            "### By kind",
+            "",
+            "| kind | n | failed | routing | answer correct | citation accuracy | p50 s |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for kind, row in agent.get("by_kind", {}).items():
+            cells = [row["n"], row["failures"], *(row[k] for k in KIND_COLUMNS)]
+            lines.append(f"| {kind} | " + " | ".join(_fmt(c) for c in cells) + " |")
+        reasons = agent.get("failure_reasons", [])
+        if reasons:
+            lines += ["", "### Failures", ""]
+            lines += [f"- {r['id']} ({r['kind']}): {r['reason']}" for r in reasons]
+    return "\n".join(lines) + "\n"
+
+
+def write_chart(report: Mapping[str, Any], path: Path) -> None:
+    """Recall@5 and MRR per strategy; the agent's rates beside them when it ran."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    retrieval = report["retrieval"]
+    agent = report.get("agent")
+    panels = 2 if agent is not None else 1
+    figure, axes = plt.subplots(1, panels, figsize=(6 * panels, 4), squeeze=False)
+    left = axes[0][0]
+    names = [s for s in STRATEGIES if s in retrieval] + [
+        s for s in retrieval if s not in STRATEGIES
+    ]
+    width = 0.38
+    for offset, metric in ((-width / 2, "recall@5"), (width / 2, "mrr")):
+        values = [retrieval[s][metric] or 0.0 for s in names]
+        left.bar([i + offset for i in range(len(names))], values, width, label=metric)
+    left.set_xticks(range(len(names)), names)
+    left.set_ylim(0, 1)
+    n = max((retrieval[s]["n"] for s in names), default=0)
+    left.set_title(f"Retrieval (n={n})")
+    left.legend()
+    if agent is not None:
+        right = axes[0][1]
+        keys = [
+            "routing_accuracy",
+            "decline_precision",
+            "decline_recall",
+            "answer_correct",
+            "citation_accuracy",
+            "citation_validity",
+            "rewrite_rate",
+        ]
+        samples = agent.get("samples", {})
+        labels = [f"{k.replace('_', ' ')}\n(n={samples.get(k, 0)})" for k in keys]
+        right.barh(labels, [agent.get(k) or 0.0 for k in keys])
+        right.set_xlim(0, 1)
+        right.invert_yaxis()
+        right.set_title(f"Agent (n={agent['n']}, failures={agent['failures']})")
+        right.tick_params(axis="y", labelsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def write_report(report: dict[str, Any], out: Path) -> list[Path]:
+    """Write the three files into `out` and return their paths."""
+    out.mkdir(parents=True, exist_ok=True)
+    report["notes"] = comparisons(report["retrieval"])
+    paths = [out / "report.json", out / "report.md", out / "report.png"]
+    paths[0].write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    paths[1].write_text(to_markdown(report))
+    write_chart(report, paths[2])
+    return paths

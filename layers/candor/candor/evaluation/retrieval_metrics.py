@@ -1,0 +1,60 @@
+"""Document-level retrieval metrics on ranked chunk lists.
+
+A hit is a retrieved chunk whose source is an expected source; k counts chunks.
+For a question where any expected source is enough, its rank is that of the first
+such chunk. For a multi_hop question, which needs every expected source, its rank
+is that of the chunk at which the last missing source first appears: Recall@k is 1
+only when every source is in the top k, and the reciprocal rank is 1 / that rank.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Sequence
+from typing import Any
+
+KS = (1, 5, 10)
+
+
+def hit_rank(sources: Sequence[str], expected: Collection[str], *, all_needed: bool) -> int | None:
+    """The 1-based rank at which the ranking satisfies the question, or None if never."""
+    wanted = set(expected)
+    if not wanted:
+        raise ValueError("a question without expected sources has no retrieval rank")
+    found: set[str] = set()
+    for rank, source in enumerate(sources, start=1):
+        if source in wanted:
+            if not all_needed:
+                return rank
+            found.add(source)
+            if found == wanted:
+                return rank
+    return None
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The q-th percentile (0-100) with linear interpolation between ranks; None if empty."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * q / 100
+    low, high = math.floor(position), math.ceil(position)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def _round(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def summarise(ranks: Sequence[int | None], latencies_ms: Sequence[float]) -> dict[str, Any]:
+    """n, Recall@1/5/10, MRR and latency p50/p95 of one strategy."""
+    n = len(ranks)
+    summary: dict[str, Any] = {"n": n}
+    for k in KS:
+        hits = sum(1 for r in ranks if r is not None and r <= k)
+        summary[f"recall@{k}"] = _round(hits / n, 4) if n else None
+    mrr = sum(1 / r for r in ranks if r is not None) / n if n else None
+    summary["mrr"] = _round(mrr, 4)
+    summary["p50_ms"] = _round(percentile(latencies_ms, 50), 2)
+    summary["p95_ms"] = _round(percentile(latencies_ms, 95), 2)
+    return summary

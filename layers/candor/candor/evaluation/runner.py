@@ -1,0 +1,326 @@
+"""`candor eval`: build (or reuse) the corpus index, measure retrieval, then the agent."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, Protocol
+
+from candor import retrieval
+from candor.deps import Deps
+from candor.evaluation import agent_metrics, retrieval_metrics
+from candor.evaluation.agent_metrics import AgentRecord
+from candor.evaluation.corpus import index_name, read_corpus
+from candor.evaluation.instruments import CountingChatModel, RecordingIndex
+from candor.evaluation.questions import Question, load_questions, stratified
+from candor.ingest.pipeline import IngestReport, ingest
+from candor.ports import Embedder, Reranker, VectorIndex
+from candor.settings import Settings
+
+RETRIEVAL_TOP_K = max(retrieval_metrics.KS)
+# Guards that would refuse or throttle the run are lifted; the cache and the
+# conversation history are off, so every question is measured on its own.
+EVAL_OVERRIDES: dict[str, Any] = {
+    "index_backend": "sqlite",
+    "cache_enabled": False,
+    "history_turns": 0,
+    "rate_address_limit": 1_000_000_000,
+    "rate_session_limit": 1_000_000_000,
+    "budget_daily_usd": Decimal("1000000"),
+    "budget_session_usd": None,
+}
+
+
+class EvalError(Exception):
+    """The run cannot start (no documents); the CLI exits with a usage error."""
+
+
+@dataclass(frozen=True, slots=True)
+class EvalOptions:
+    corpus: Path
+    questions: Path
+    out: Path
+    limit: int | None = None
+    retrieval_only: bool = False
+    strategies: tuple[str, ...] = retrieval.STRATEGIES
+    progress: bool = True
+
+
+class _Bar(Protocol):
+    def update(self, n: int = 1) -> object: ...
+
+    def close(self) -> None: ...
+
+
+class _NoBar:
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _bar(total: int, desc: str, unit: str, *, enabled: bool) -> _Bar:
+    if not enabled or not sys.stderr.isatty():
+        return _NoBar()
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr)
+
+
+def _advance(bar: _Bar, n: int) -> None:
+    bar.update(n)
+
+
+def prepare_settings(settings: Settings, name: str) -> Settings:
+    return settings.model_copy(update={**EVAL_OVERRIDES, "index_name": name})
+
+
+def build_index(
+    settings: Settings, embedder: Embedder, documents: Sequence[tuple[str, bytes]], *, bar: bool
+) -> tuple[VectorIndex, IngestReport]:
+    """Ingest into the index named by the corpus hash: unchanged documents cost nothing."""
+    from candor.factory import build_index as factory_index
+
+    index = factory_index(settings, embedder)
+    progress = _bar(len(documents), "index", "doc", enabled=bar)
+    try:
+        report = ingest(
+            documents,
+            embedder=embedder,
+            index=index,
+            progress=lambda n: _advance(progress, n),
+            max_bytes=settings.ingest_max_bytes,
+        )
+    finally:
+        progress.close()
+    return index, report
+
+
+def evaluate_retrieval(
+    questions: Sequence[Question],
+    strategies: Sequence[str],
+    *,
+    embedder: Embedder,
+    index: VectorIndex,
+    reranker: Reranker,
+    candidates: int,
+    rrf_k: int,
+    bar: bool,
+) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, int | None]]]:
+    """Per strategy: the summary, and each question's rank (None: not in the top 10)."""
+    targets = [q for q in questions if q.expected_sources]
+    # The first query loads the vectors into memory; keep that out of the latencies.
+    if targets:
+        retrieval.search(
+            targets[0].question,
+            embedder=embedder,
+            index=index,
+            reranker=None,
+            top_k=1,
+            candidates=candidates,
+            strategy="hybrid",
+        )
+    summaries: dict[str, dict[str, Any]] = {}
+    ranks: dict[str, dict[str, int | None]] = {}
+    progress = _bar(len(targets) * len(strategies), "retrieval", "query", enabled=bar)
+    try:
+        for strategy in strategies:
+            found: dict[str, int | None] = {}
+            latencies: list[float] = []
+            for question in targets:
+                started = time.perf_counter()
+                hits = retrieval.search(
+                    question.question,
+                    embedder=embedder,
+                    index=index,
+                    reranker=reranker,
+                    top_k=RETRIEVAL_TOP_K,
+                    candidates=max(candidates, RETRIEVAL_TOP_K),
+                    rrf_k=rrf_k,
+                    strategy=strategy,
+                )
+                latencies.append((time.perf_counter() - started) * 1000)
+                found[question.id] = retrieval_metrics.hit_rank(
+                    [hit.chunk.source for hit in hits],
+                    question.expected_sources,
+                    all_needed=question.all_sources_needed,
+                )
+                progress.update(1)
+            ranks[strategy] = found
+            summaries[strategy] = retrieval_metrics.summarise(list(found.values()), latencies)
+    finally:
+        progress.close()
+    return summaries, ranks
+
+
+async def _ask_one(deps: Deps, question: Question) -> AgentRecord:
+    from candor.service import ask
+
+    chat = deps.chat
+    index = deps.index
+    assert isinstance(chat, CountingChatModel) and isinstance(index, RecordingIndex)
+    chat.calls = 0
+    index.seen.clear()
+    started = time.perf_counter()
+    try:
+        result = await ask(deps, question.question)
+    except Exception as error:  # any failure of one question is recorded; the run goes on
+        return AgentRecord(
+            id=question.id,
+            kind=question.kind,
+            seconds=time.perf_counter() - started,
+            error=f"{type(error).__name__}: {error}",
+        )
+    seconds = time.perf_counter() - started
+    valid = sum(
+        1 for c in result.citations if c.id in index.seen and index.seen[c.id].source == c.source
+    )
+    return AgentRecord(
+        id=question.id,
+        kind=question.kind,
+        seconds=seconds,
+        decision=result.decision,
+        answer=result.answer,
+        cited_sources=tuple(c.source for c in result.citations),
+        citations_valid=valid,
+        expected_sources=question.expected_sources,
+        answer_keywords=question.answer_keywords,
+        model_calls=chat.calls,
+        tokens_in=sum(step.tokens_in for step in result.trace),
+        tokens_out=sum(step.tokens_out for step in result.trace),
+        cost_usd=sum(step.cost_usd for step in result.trace),
+        attempts=result.attempts,
+        rewrites=sum(1 for step in result.trace if step.node == "rewrite"),
+    )
+
+
+def evaluate_agent(questions: Sequence[Question], deps: Deps, *, bar: bool) -> list[AgentRecord]:
+    records: list[AgentRecord] = []
+    progress = _bar(len(questions), "agent", "question", enabled=bar)
+    try:
+        for question in questions:
+            records.append(asyncio.run(_ask_one(deps, question)))
+            progress.update(1)
+    finally:
+        progress.close()
+    return records
+
+
+def run_eval(settings: Settings, options: EvalOptions) -> dict[str, Any]:
+    """Run the evaluation and return the report (see candor.evaluation.report)."""
+    from candor.backends.embedding_reranker import EmbeddingReranker
+    from candor.factory import build_embedder
+
+    started = time.perf_counter()
+    documents = read_corpus(options.corpus)
+    if not documents:
+        raise EvalError(f"{options.corpus}: no supported documents (.md, .txt, .html, .pdf)")
+    questions = load_questions(options.questions, sources={source for source, _ in documents})
+    questions = stratified(questions, options.limit)
+
+    embedder = build_embedder(settings)
+    settings = prepare_settings(settings, index_name(documents, embedder))
+    index, ingested = build_index(settings, embedder, documents, bar=options.progress)
+    retrieval_report, ranks = evaluate_retrieval(
+        questions,
+        options.strategies,
+        embedder=embedder,
+        index=index,
+        reranker=EmbeddingReranker(embedder),
+        candidates=settings.candidates,
+        rrf_k=settings.rrf_k,
+        bar=options.progress,
+    )
+    report: dict[str, Any] = {
+        "meta": {
+            "date": datetime.now(UTC).isoformat(timespec="seconds"),
+            "corpus": str(options.corpus),
+            "questions_file": str(options.questions),
+            "questions": len(questions),
+            "limit": options.limit,
+            "documents": ingested.documents,
+            "chunks": ingested.chunks,
+            "ingest": {
+                "changed": ingested.documents_changed,
+                "unchanged": ingested.documents_unchanged,
+                "failed": [{"source": s, "reason": r} for s, r in ingested.failures],
+                "seconds": round(ingested.seconds, 2),
+            },
+            "index": settings.index_name,
+            "index_path": str(settings.index_path),
+            "embedder": embedder.name,
+            "retrieval_top_k": RETRIEVAL_TOP_K,
+            "candidates": max(settings.candidates, RETRIEVAL_TOP_K),
+            "reranker": "embedding (hybrid_rerank only)",
+        },
+        "retrieval": retrieval_report,
+        "retrieval_ranks": ranks,
+    }
+    if not options.retrieval_only:
+        report["agent"], report["agent_questions"] = _agent_section(
+            settings, embedder, index, questions, options
+        )
+    report["meta"]["seconds"] = round(time.perf_counter() - started, 1)
+    return report
+
+
+def _agent_section(
+    settings: Settings,
+    embedder: Embedder,
+    index: VectorIndex,
+    questions: Sequence[Question],
+    options: EvalOptions,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    from candor.backends.sqlite_state import SqliteStateStore
+    from candor.factory import build_chat, build_reranker
+
+    chat = build_chat(settings)
+    reranker = build_reranker(settings, embedder)
+    # Load the model before the clock starts, so the first question's seconds are
+    # its own. A failure here is not the run's: the first question records it.
+    with contextlib.suppress(Exception):
+        asyncio.run(chat.text([{"role": "user", "content": "Hello"}], max_tokens=1))
+    # A throwaway state store: sessions, offences and budget ledgers of the run
+    # stay out of the real one.
+    with tempfile.TemporaryDirectory(prefix="candor-eval-") as folder:
+        state = SqliteStateStore(Path(folder) / "state.sqlite3")
+        deps = Deps(
+            settings=settings,
+            chat=CountingChatModel(chat),
+            embedder=embedder,
+            index=RecordingIndex(index),
+            reranker=reranker,
+            state=state,
+        )
+        try:
+            records = evaluate_agent(questions, deps, bar=options.progress)
+        finally:
+            state.close()
+    agent = agent_metrics.summarise(records)
+    agent["by_kind"] = agent_metrics.summarise_by_kind(records)
+    agent["failure_reasons"] = [
+        {"id": r.id, "kind": r.kind, "reason": r.error} for r in records if r.failed
+    ]
+    model_path = getattr(chat, "model_path", None)
+    agent["config"] = {
+        "chat_backend": settings.chat_backend,
+        "chat_model": (
+            settings.chat_model
+            if settings.chat_backend == "openai"
+            else (Path(model_path).name if model_path else chat.name)
+        ),
+        "strategy": "hybrid_rerank" if reranker is not None else "hybrid",
+        "top_k": settings.top_k,
+        "max_attempts": settings.max_attempts,
+        "model_calls": "counted at the chat-model port, moderation's second call included",
+    }
+    return agent, [r.to_json() for r in records]

@@ -1,0 +1,164 @@
+"""`candor eval` on the three fixture pages with the hashing embedder, and the agent
+part with a scripted chat model."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from candor.backends.hashing_embedder import HashingEmbedder
+from candor.backends.sqlite_index import SqliteVectorIndex
+from candor.backends.sqlite_state import SqliteStateStore
+from candor.cli import main
+from candor.deps import Deps
+from candor.errors import ModelError
+from candor.evaluation.instruments import CountingChatModel, RecordingIndex
+from candor.evaluation.questions import Question
+from candor.evaluation.runner import evaluate_agent, prepare_settings
+from candor.settings import DEFAULT_PRICES, Settings
+from tests.fakes import ScriptedChatModel
+
+pytestmark = pytest.mark.integration
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+QUESTIONS = FIXTURES / "kite-questions.jsonl"
+RETRIEVAL_KEYS = {"n", "recall@1", "recall@5", "recall@10", "mrr", "p50_ms", "p95_ms"}
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for name in list(os.environ):
+        if name.startswith("CANDOR_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("CANDOR_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("CANDOR_EMBEDDER_BACKEND", "hashing")
+    return tmp_path
+
+
+def run_eval(out: Path, *extra: str) -> int:
+    argv = ["eval", "--corpus", str(FIXTURES / "docs"), "--questions", str(QUESTIONS)]
+    return main([*argv, "--out", str(out), "--retrieval-only", *extra])
+
+
+def test_retrieval_only_writes_every_strategy_with_n_and_reuses_the_index(
+    env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run_eval(env / "out") == 0
+    first: dict[str, Any] = json.loads((env / "out" / "report.json").read_text())
+
+    assert set(first["retrieval"]) == {"dense", "keyword", "hybrid", "hybrid_rerank"}
+    for row in first["retrieval"].values():
+        assert set(row) >= RETRIEVAL_KEYS
+        assert row["n"] == 2  # of 4 questions, two have expected sources
+        assert 0 <= row["recall@1"] <= row["recall@5"] <= row["recall@10"] <= 1
+    assert "agent" not in first
+    assert first["meta"]["questions"] == 4 and first["meta"]["documents"] == 3
+    assert first["meta"]["index"].startswith("eval-")
+    assert first["meta"]["ingest"]["changed"] == 3
+    # The exact identifier finds its page in the top 10 by keywords.
+    assert first["retrieval_ranks"]["keyword"]["kite-1"] is not None
+    assert (env / "out" / "report.md").read_text().count("| hybrid") == 2
+    assert (env / "out" / "report.png").read_bytes().startswith(b"\x89PNG")
+    assert "wrote" in capsys.readouterr().out
+
+    # A rerun on identical files reuses the index: nothing is embedded again.
+    assert run_eval(env / "again", "--strategies", "keyword", "--limit", "1") == 0
+    again = json.loads((env / "again" / "report.json").read_text())
+    assert again["meta"]["index"] == first["meta"]["index"]
+    assert again["meta"]["ingest"]["unchanged"] == 3 and again["meta"]["ingest"]["changed"] == 0
+    assert set(again["retrieval"]) == {"keyword"}
+    assert again["retrieval"]["keyword"]["n"] == 1  # --limit 1 took the first factual
+    assert len(list((env / "data" / "indexes").glob("eval-*.sqlite3"))) == 1
+
+
+def test_a_changed_corpus_gets_a_new_index(env: Path, tmp_path: Path) -> None:
+    corpus = tmp_path / "docs"
+    corpus.mkdir()
+    for page in (FIXTURES / "docs").iterdir():
+        (corpus / page.name).write_bytes(page.read_bytes())
+    argv = ["eval", "--corpus", str(corpus), "--questions", str(QUESTIONS), "--retrieval-only"]
+    assert main([*argv, "--out", str(tmp_path / "a")]) == 0
+    (corpus / "kite-tutorial.html").write_text("<html><body><p>Changed.</p></body></html>")
+    assert main([*argv, "--out", str(tmp_path / "b")]) == 0
+    names = {
+        json.loads((tmp_path / out / "report.json").read_text())["meta"]["index"]
+        for out in ("a", "b")
+    }
+    assert len(names) == 2
+
+
+@pytest.fixture
+def agent_deps(tmp_path: Path) -> Iterator[tuple[Deps, ScriptedChatModel]]:
+    from tests.conftest import PASSAGES
+
+    settings = prepare_settings(
+        Settings(
+            data_dir=tmp_path / "data",
+            embedder_backend="hashing",
+            max_attempts=1,
+            prices={**DEFAULT_PRICES, "scripted": DEFAULT_PRICES["gpt-4o-mini"]},
+        ),
+        "eval-test",
+    )
+    embedder = HashingEmbedder()
+    index = SqliteVectorIndex(settings.index_path, embedder.dimensions)
+    index.upsert(PASSAGES, embedder.embed([c.text for c in PASSAGES]))
+    state = SqliteStateStore(tmp_path / "state.sqlite3")
+    question = {"abusive": False, "kind": "question"}
+    chat = ScriptedChatModel(
+        {
+            "Triage": [
+                question,
+                {"abusive": True, "kind": "question"},
+                ModelError("the model timed out"),
+                question,
+            ],
+            "Moderation": [{"insulting": True}],
+            "Grade": [{"answerable": True}, {"answerable": False}],
+            "text": ["It is 125 [1], as the bisect page says [9]."],
+        },
+        cost_per_call=0.001,
+    )
+    deps = Deps(settings, CountingChatModel(chat), embedder, RecordingIndex(index), None, state)
+    yield deps, chat
+    index.close()
+    state.close()
+
+
+def test_agent_records_calls_citations_and_failures_and_goes_on(
+    agent_deps: tuple[Deps, ScriptedChatModel],
+) -> None:
+    deps, chat = agent_deps
+    questions = [
+        Question(
+            "q1",
+            "Which exit code makes git bisect run skip a commit?",
+            "factual",
+            ("git-bisect.html",),
+            ("125", "skip"),
+        ),
+        Question("q2", "You useless bot.", "abusive"),
+        Question("q3", "What is git push?", "factual", ("git-push.html",), ("push",)),
+        Question("q4", "How do I use Git LFS?", "unanswerable"),
+    ]
+
+    records = evaluate_agent(questions, deps, bar=False)
+
+    assert [r.id for r in records] == ["q1", "q2", "q3", "q4"], [r.error for r in records]
+    answered, warned, failed, declined = records
+    assert answered.decision == "answered", answered.error
+    assert answered.model_calls == 3  # triage, grade, answer
+    assert answered.cited_sources == ("git-bisect.html",)  # [9] named no passage
+    assert answered.citations_valid == 1
+    assert not answered.keywords_present()  # "skip" is missing
+    assert answered.cost_usd == pytest.approx(0.003)
+    assert warned.decision == "warned"
+    assert warned.model_calls == 2  # the triage and moderation's second look
+    assert failed.failed and failed.error == "ModelError: the model timed out"
+    assert declined.decision == "declined" and declined.model_calls == 2
+    assert chat.kinds().count("Triage") == 4

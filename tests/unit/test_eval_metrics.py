@@ -1,0 +1,200 @@
+"""The evaluation metrics on hand-made rankings and records: exact values."""
+
+from __future__ import annotations
+
+import pytest
+
+from candor.evaluation.agent_metrics import AgentRecord, summarise, summarise_by_kind
+from candor.evaluation.questions import Question, stratified
+from candor.evaluation.retrieval_metrics import hit_rank, percentile
+from candor.evaluation.retrieval_metrics import summarise as summarise_retrieval
+
+pytestmark = pytest.mark.unit
+
+
+def test_hit_rank_is_the_first_chunk_from_any_expected_page() -> None:
+    ranking = ["a.html", "b.html", "c.html", "b.html"]
+    assert hit_rank(ranking, ["b.html", "c.html"], all_needed=False) == 2
+    assert hit_rank(ranking, ["a.html"], all_needed=False) == 1
+    assert hit_rank(ranking, ["z.html"], all_needed=False) is None
+
+
+def test_multi_hop_rank_is_where_the_last_needed_page_first_appears() -> None:
+    ranking = ["a.html", "a.html", "b.html", "x.html", "c.html"]
+    assert hit_rank(ranking, ["a.html", "c.html"], all_needed=True) == 5
+    assert hit_rank(ranking, ["b.html", "a.html"], all_needed=True) == 3
+    # One page missing: never fully recalled, however early the other one is.
+    assert hit_rank(ranking, ["a.html", "z.html"], all_needed=True) is None
+
+
+def test_hit_rank_refuses_a_question_without_sources() -> None:
+    with pytest.raises(ValueError, match="no retrieval rank"):
+        hit_rank(["a.html"], [], all_needed=False)
+
+
+def test_percentile_interpolates_between_ranks() -> None:
+    assert percentile([], 50) is None
+    assert percentile([7.0], 95) == 7.0
+    assert percentile([4.0, 1.0, 3.0, 2.0], 50) == 2.5
+    assert percentile([1.0, 2.0, 3.0, 4.0, 5.0], 95) == pytest.approx(4.8)
+
+
+def test_retrieval_summary_on_hand_made_ranks() -> None:
+    ranks = [1, 3, 7, None]
+    summary = summarise_retrieval(ranks, [10.0, 20.0, 30.0, 40.0])
+    assert summary == {
+        "n": 4,
+        "recall@1": 0.25,
+        "recall@5": 0.5,
+        "recall@10": 0.75,
+        # (1 + 1/3 + 1/7 + 0) / 4
+        "mrr": round((1 + 1 / 3 + 1 / 7) / 4, 4),
+        "p50_ms": 25.0,
+        "p95_ms": 38.5,
+    }
+
+
+def test_retrieval_summary_of_nothing_has_n_zero_and_no_rates() -> None:
+    summary = summarise_retrieval([], [])
+    assert summary["n"] == 0
+    assert summary["recall@5"] is None and summary["mrr"] is None and summary["p50_ms"] is None
+
+
+def record(
+    id: str, kind: str, decision: str, seconds: float = 1.0, **fields: object
+) -> AgentRecord:
+    return AgentRecord(id=id, kind=kind, seconds=seconds, decision=decision, **fields)  # type: ignore[arg-type]
+
+
+RECORDS = [
+    # Answered, with all keywords and a citation of an expected page; one rewrite.
+    record(
+        "f1",
+        "factual",
+        "answered",
+        seconds=4.0,
+        answer="Use --force-with-lease: it checks the Remote-Tracking ref.",
+        answer_keywords=("--force-with-lease", "remote-tracking"),
+        expected_sources=("git-push.html",),
+        cited_sources=("git-push.html",),
+        citations_valid=1,
+        model_calls=4,
+        tokens_in=900,
+        tokens_out=100,
+        cost_usd=0.002,
+        attempts=2,
+        rewrites=1,
+    ),
+    # Answered, missing a keyword, citing another page; one of two citations invalid.
+    record(
+        "f2",
+        "factual",
+        "answered",
+        seconds=2.0,
+        answer="It is 6700.",
+        answer_keywords=("gc.auto", "6700"),
+        expected_sources=("git-gc.html",),
+        cited_sources=("git-config.html", "git-log.html"),
+        citations_valid=1,
+        model_calls=3,
+        tokens_in=500,
+        tokens_out=50,
+        attempts=1,
+    ),
+    # An answerable question declined.
+    record(
+        "m1",
+        "multi_hop",
+        "declined",
+        seconds=3.0,
+        answer_keywords=("tag",),
+        expected_sources=("git-tag.html", "git-describe.html"),
+        model_calls=5,
+        attempts=2,
+        rewrites=1,
+    ),
+    record("u1", "unanswerable", "declined", seconds=3.0, model_calls=5, attempts=2, rewrites=1),
+    record("u2", "unanswerable", "answered", seconds=3.0, model_calls=3, attempts=1),
+    record("g1", "greeting", "smalltalk", seconds=1.0, model_calls=2),
+    record("c1", "code_request", "answered", seconds=1.0, model_calls=3, attempts=1),
+    record("a1", "abusive", "warned", seconds=1.0, model_calls=2),
+    AgentRecord(id="a2", kind="abusive", seconds=0.5, error="ModelError: timed out"),
+]
+
+
+def test_agent_summary_on_hand_made_records() -> None:
+    summary = summarise(RECORDS)
+
+    assert summary["n"] == 9
+    assert summary["failures"] == 1
+    # 8 ran; c1 was answered instead of refused.
+    assert summary["routing_accuracy"] == 0.875
+    assert summary["samples"]["routing_accuracy"] == 8
+    # Declined: m1 (answerable) and u1 (unanswerable).
+    assert summary["decline_precision"] == 0.5
+    assert summary["samples"]["decline_precision"] == 2
+    assert summary["decline_recall"] == 0.5  # u1 of u1, u2
+    assert summary["samples"]["decline_recall"] == 2
+    assert summary["answerable_declined"] == round(1 / 3, 4)  # m1 of f1, f2, m1
+    assert summary["answer_correct"] == round(1 / 3, 4)  # f1 only
+    assert summary["samples"]["answer_correct"] == 3
+    assert summary["citation_accuracy"] == 0.5  # f1 of the answered f1, f2
+    assert summary["samples"]["citation_accuracy"] == 2
+    # Citations of every answered question: f1 1/1, f2 1/2, u2 0, c1 0.
+    assert summary["citation_validity"] == round(2 / 3, 4)
+    assert summary["samples"]["citation_validity"] == 3
+    # Questions that retrieved (attempts > 0): f1, f2, m1, u1, u2, c1; rewrote: f1, m1, u1.
+    assert summary["rewrite_rate"] == 0.5
+    assert summary["samples"]["rewrite_rate"] == 6
+    assert summary["model_calls_per_question"] == round((4 + 3 + 5 + 5 + 3 + 2 + 3 + 2) / 8, 3)
+    assert summary["model_calls_per_answered"] == round((4 + 3 + 3 + 3) / 4, 3)
+    assert summary["tokens_per_question"] == round((1000 + 550) / 8, 1)
+    assert summary["cost_per_question_usd"] == round(0.002 / 8, 8)
+    assert summary["p50_s"] == 2.5  # of 4, 2, 3, 3, 3, 1, 1, 1
+    assert summary["p95_s"] == 3.65
+
+
+def test_agent_summary_by_kind_counts_each_kind_and_its_failures() -> None:
+    by_kind = summarise_by_kind(RECORDS)
+
+    assert sorted(by_kind) == [
+        "abusive",
+        "code_request",
+        "factual",
+        "greeting",
+        "multi_hop",
+        "unanswerable",
+    ]
+    assert (by_kind["abusive"]["n"], by_kind["abusive"]["failures"]) == (2, 1)
+    assert by_kind["abusive"]["routing_accuracy"] == 1.0
+    assert by_kind["abusive"]["samples"]["routing_accuracy"] == 1
+    assert by_kind["greeting"]["decline_recall"] is None
+    assert by_kind["greeting"]["samples"]["decline_recall"] == 0
+    assert by_kind["factual"]["answer_correct"] == 0.5
+
+
+def test_a_record_counts_keywords_case_insensitively() -> None:
+    assert RECORDS[0].keywords_present()
+    assert not RECORDS[1].keywords_present()
+    assert RECORDS[-1].to_json() == {
+        "id": "a2",
+        "kind": "abusive",
+        "seconds": 0.5,
+        "error": "ModelError: timed out",
+    }
+
+
+def test_stratified_takes_kinds_round_robin_in_file_order() -> None:
+    questions = [
+        Question(f"{kind}{i}", "?", kind)
+        for kind, count in (("factual", 4), ("greeting", 1), ("abusive", 2))
+        for i in range(count)
+    ]
+    assert [q.id for q in stratified(questions, 4)] == [
+        "factual0",
+        "factual1",
+        "greeting0",
+        "abusive0",
+    ]
+    assert stratified(questions, None) == questions
+    assert stratified(questions, 100) == questions
