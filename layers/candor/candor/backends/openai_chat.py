@@ -19,19 +19,16 @@ Timeouts and retries are the SDK's own: `timeout` bounds each attempt and
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 
+from candor.backends.openai_client import LazyOpenAIClient
 from candor.errors import ModelError
 from candor.ports import M, Structured, Text
 from candor.settings import Price
 from candor.types import Message, Usage
-
-if TYPE_CHECKING:
-    from openai import OpenAI
 
 
 class OpenAIChatModel:
@@ -50,26 +47,10 @@ class OpenAIChatModel:
     ) -> None:
         self.name = model
         self.price = price
-        self._api_key = api_key
-        self._base_url = base_url
-        self._timeout = timeout
-        self._max_retries = max_retries
         self._temperature = temperature
-        self._client: OpenAI | None = None
-        self._lock = threading.Lock()
-
-    def client(self) -> OpenAI:
-        with self._lock:
-            if self._client is None:
-                from openai import OpenAI
-
-                self._client = OpenAI(
-                    api_key=self._api_key,
-                    base_url=self._base_url,
-                    timeout=self._timeout,
-                    max_retries=self._max_retries,
-                )
-            return self._client
+        self.client = LazyOpenAIClient(
+            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
+        )
 
     async def structured(
         self, messages: Sequence[Message], schema: type[M], *, max_tokens: int = 128

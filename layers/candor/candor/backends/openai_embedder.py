@@ -10,16 +10,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from candor.backends.openai_client import LazyOpenAIClient
 from candor.errors import ConfigurationError, ModelError
 from candor.ports import Vectors
 from candor.settings import Price
-
-if TYPE_CHECKING:
-    from openai import OpenAI
 
 # The width each model returns unless asked for fewer (text-embedding-3-* accept
 # `dimensions`; ada-002 does not).
@@ -69,25 +66,10 @@ class OpenAIEmbedder:
         self.price = price
         self.tokens = 0
         self.cost_usd = 0.0
-        self._api_key = api_key
-        self._base_url = base_url
-        self._timeout = timeout
-        self._max_retries = max_retries
-        self._client: OpenAI | None = None
-        self._lock = threading.Lock()
-
-    def client(self) -> OpenAI:
-        with self._lock:
-            if self._client is None:
-                from openai import OpenAI
-
-                self._client = OpenAI(
-                    api_key=self._api_key,
-                    base_url=self._base_url,
-                    timeout=self._timeout,
-                    max_retries=self._max_retries,
-                )
-            return self._client
+        self.client = LazyOpenAIClient(
+            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
+        )
+        self._lock = threading.Lock()  # guards the usage counters across worker threads
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         out = np.zeros((len(texts), self.dimensions), dtype=np.float32)

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from candor.backends.keyword_vectors import SparseVector, document_vector, query_vector
+from candor.backends.vectors import as_matrix
 from candor.errors import IndexError_
 from candor.ports import Vectors
 from candor.types import Chunk, Hit, Metadata, MetadataValue, Rankings
@@ -103,7 +104,7 @@ class PineconeVectorIndex:
     # -- writing ---------------------------------------------------------------
 
     def upsert(self, chunks: Sequence[Chunk], vectors: Vectors) -> int:
-        matrix = self._as_matrix(vectors, rows=len(chunks))
+        matrix = as_matrix(vectors, rows=len(chunks), dimensions=self.dimensions)
         if not chunks:
             return 0
         metadata = [_metadata(chunk) for chunk in chunks]
@@ -282,18 +283,6 @@ class PineconeVectorIndex:
         ]
 
     # -- checks ----------------------------------------------------------------
-
-    def _as_matrix(self, vectors: Vectors, *, rows: int) -> Vectors:
-        matrix = np.asarray(vectors, dtype=np.float32)
-        if rows == 0 and matrix.size == 0:
-            return matrix.reshape(0, self.dimensions)
-        if matrix.shape != (rows, self.dimensions):
-            raise ValueError(
-                f"expected vectors of shape ({rows}, {self.dimensions}), got {matrix.shape}"
-            )
-        if not np.isfinite(matrix).all():
-            raise ValueError("vectors contain NaN or infinity")
-        return matrix
 
     def _query_vector(self, vector: Vectors) -> list[float] | None:
         query = np.asarray(vector, dtype=np.float32).reshape(-1)

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from candor.backends.vectors import as_matrix
 from candor.errors import ConfigurationError, IndexError_
 from candor.ports import Vectors
 from candor.types import Chunk, Hit, Metadata, MetadataValue, Rankings
@@ -263,7 +264,7 @@ class SqliteVectorIndex:
     # -- VectorIndex -----------------------------------------------------------
 
     def upsert(self, chunks: Sequence[Chunk], vectors: Vectors) -> int:
-        matrix = self._as_matrix(vectors, rows=len(chunks))
+        matrix = as_matrix(vectors, rows=len(chunks), dimensions=self.dimensions)
         rows = [
             (
                 chunk.id,
@@ -434,18 +435,6 @@ class SqliteVectorIndex:
             self._conn.execute(
                 "INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('rank', ?)", (_RANK,)
             )
-
-    def _as_matrix(self, vectors: Vectors, *, rows: int) -> Vectors:
-        matrix = np.ascontiguousarray(vectors, dtype="<f4")
-        if rows == 0 and matrix.size == 0:
-            return matrix.reshape(0, self.dimensions)
-        if matrix.shape != (rows, self.dimensions):
-            raise ValueError(
-                f"expected vectors of shape ({rows}, {self.dimensions}), got {matrix.shape}"
-            )
-        if not np.isfinite(matrix).all():
-            raise ValueError("vectors contain NaN or infinity")
-        return matrix
 
     def _invalidate(self) -> None:
         self._matrix = None
