@@ -63,7 +63,7 @@ stress: install dynamodb-local
 
 bench: install corpus
 	$(BIN)/python bench/bench_embed.py $(CORPUS)
-	$(BIN)/python bench/bench_query.py $(CORPUS)
+	$(BIN)/python bench/bench_query.py
 	$(BIN)/python bench/bench_graph.py
 	$(BIN)/python bench/bench_llm.py
 	$(BIN)/python bench/bench_answer.py $(CORPUS)

@@ -1,7 +1,7 @@
 """Embedding throughput of the local embedder on ~800-character chunks.
 
     python bench/bench_embed.py [FOLDER] [--chunks N] [--runs R] [--naive N] [--threads T]
-                                [--no-spin]
+                                [--spin]
 
 The chunks are real passages: the files of FOLDER (HTML, Markdown, text) if
 given, else the Git manual pages (.candor/corpus/git-doc, then
@@ -89,13 +89,13 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="batched runs; the median counts")
     parser.add_argument("--naive", type=int, default=64, help="chunks embedded one at a time")
     parser.add_argument("--threads", type=int, default=0, help="0: one per core")
-    parser.add_argument("--no-spin", action="store_true", help="OnnxEmbedder(spin=False)")
+    parser.add_argument("--spin", action="store_true", help="OnnxEmbedder(spin=True)")
     args = parser.parse_args()
 
     origin, chunks = corpus_chunks(args.folder)
     texts = full_chunks(chunks, args.chunks)
     start = time.perf_counter()
-    embedder = OnnxEmbedder(threads=args.threads, spin=not args.no_spin)
+    embedder = OnnxEmbedder(threads=args.threads, spin=args.spin)
     load_s = time.perf_counter() - start
     embedder.embed(texts[:8])  # the first run allocates onnxruntime's buffers
 

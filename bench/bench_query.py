@@ -1,6 +1,6 @@
 """Hybrid query latency of the embedded default at production size (~11,000 chunks).
 
-    python bench/bench_query.py [--queries N] [--rebuild] [--no-spin]
+    python bench/bench_query.py [--queries N] [--rebuild] [--spin]
 
 The index is the Git manual pages chunked by the ingest chunker, repeated as
 sites (`site` metadata a, b, ...) up to about 11,000 chunks, with real
@@ -135,11 +135,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--rebuild", action="store_true", help="rebuild the cached index")
-    parser.add_argument("--no-spin", action="store_true", help="OnnxEmbedder(spin=False)")
+    parser.add_argument("--spin", action="store_true", help="OnnxEmbedder(spin=True)")
     args = parser.parse_args()
 
     settings = Settings()
-    embedder = OnnxEmbedder(spin=not args.no_spin)
+    embedder = OnnxEmbedder(spin=args.spin)
     index, build_s = open_index(embedder, rebuild=args.rebuild)
     asked = queries(args.queries)
     k = settings.candidates
