@@ -83,7 +83,11 @@ def build_index(settings: Settings, embedder: Embedder) -> VectorIndex:
         case "sqlite":
             from candor.backends.sqlite_index import SqliteVectorIndex
 
-            return SqliteVectorIndex(settings.index_path, embedder.dimensions)
+            # The name check stops an index built by one 384-wide embedder from being
+            # searched with another's vectors.
+            return SqliteVectorIndex(
+                settings.index_path, embedder.dimensions, embedder=embedder.name
+            )
         case "pinecone":
             from pinecone import Pinecone
 
