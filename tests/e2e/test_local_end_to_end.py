@@ -22,6 +22,7 @@ from candor.deps import Deps
 from candor.factory import build_deps
 from candor.service import AskResult, ask
 from candor.settings import Settings
+from tests.api_shape import ASK_RESPONSE_KEYS
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]
 
@@ -125,13 +126,4 @@ def test_cli_ask_json_prints_the_api_response(env: dict[str, str], ingested: obj
     )
     body = json.loads(done.stdout)
     assert body["decision"] == "smalltalk"
-    assert set(body) == {
-        "answer",
-        "decision",
-        "citations",
-        "attempts",
-        "session_id",
-        "trace_id",
-        "trace",
-        "cached",
-    }
+    assert set(body) == ASK_RESPONSE_KEYS

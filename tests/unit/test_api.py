@@ -8,6 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from candor.api.app import create_app
+from tests.api_shape import ASK_RESPONSE_KEYS
 from tests.conftest import MakeDeps
 from tests.fakes import ScriptedChatModel
 
@@ -31,16 +32,7 @@ def test_ask_returns_the_documented_response_shape(make_deps: MakeDeps) -> None:
     )
     assert response.status_code == 200
     body = response.json()
-    assert set(body) == {
-        "answer",
-        "decision",
-        "citations",
-        "attempts",
-        "session_id",
-        "trace_id",
-        "trace",
-        "cached",
-    }
+    assert set(body) == ASK_RESPONSE_KEYS
     assert body["decision"] == "answered"
     assert body["cached"] is False
     assert set(body["citations"][0]) == {"id", "source", "title", "snippet"}
