@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from candor.backends.sqlite_index import SqliteVectorIndex
-from candor.retrieval import rrf_fuse, search
+from candor.retrieval import diversify, rrf_fuse, search
 from candor.types import Chunk, Hit
 from tests.embedders import CountingEmbedder
 
@@ -63,6 +63,55 @@ def test_fusing_nothing_gives_nothing() -> None:
 
 def test_fusing_one_ranking_keeps_its_order() -> None:
     assert ids(rrf_fuse([[hit("c"), hit("a"), hit("b")]])) == ["c", "a", "b"]
+
+
+# -- diversify -------------------------------------------------------------------
+
+
+def on(source: str, cid: str) -> Hit:
+    return Hit(Chunk(id=cid, text=f"text of {cid}", source=source), 0.0)
+
+
+def test_a_document_gets_at_most_its_share_before_the_others_have_their_turn() -> None:
+    # Given a long page whose passages fill the first three ranks
+    hits = [on("config", "c1"), on("config", "c2"), on("config", "c3"), on("stash", "s1")]
+
+    # Then with one passage per document, the stash page moves up to second place
+    assert ids(diversify(hits, 1)) == ["c1", "s1", "c2", "c3"]
+    assert ids(diversify(hits, 2)) == ["c1", "c2", "s1", "c3"]
+
+
+def test_no_cap_keeps_the_order() -> None:
+    hits = [on("config", "c1"), on("config", "c2"), on("stash", "s1")]
+    assert ids(diversify(hits, 0)) == ["c1", "c2", "s1"]
+
+
+def test_search_caps_the_passages_of_one_document(
+    embedder: CountingEmbedder, index: SqliteVectorIndex
+) -> None:
+    # "push-lease" and "push-force" share push.html: capped, only one is in the top 2
+    capped = search(
+        "git push --force",
+        embedder=embedder,
+        index=index,
+        reranker=None,
+        top_k=2,
+        candidates=6,
+        strategy="hybrid",
+        per_source=1,
+    )
+    uncapped = search(
+        "git push --force",
+        embedder=embedder,
+        index=index,
+        reranker=None,
+        top_k=2,
+        candidates=6,
+        strategy="hybrid",
+    )
+    assert [h.chunk.source for h in uncapped] == ["push.html", "push.html"]
+    first, second = (h.chunk.source for h in capped)
+    assert first == "push.html" and second != "push.html"
 
 
 # -- search ----------------------------------------------------------------------

@@ -223,6 +223,7 @@ def settings_fingerprint(settings: Settings, *, chat: str, embedder: str, top_k:
             "local_model_path",
             "candidates",
             "rrf_k",
+            "max_per_source",
             "max_attempts",
             "passage_chars",
             "answer_max_tokens",

@@ -32,6 +32,26 @@ def rrf_fuse(rankings: Sequence[Sequence[Hit]], *, k: int = 60) -> list[Hit]:
     return [Hit(first[cid].chunk, scores[cid]) for cid in order]
 
 
+def diversify(hits: Sequence[Hit], per_source: int) -> list[Hit]:
+    """At most `per_source` hits of one document before every other document has its turn.
+
+    A long page (a configuration reference, a manual) matches many questions with
+    many passages; without a cap it fills the top ranks and pushes out the page
+    that answers. Hits over the cap are not dropped: they follow, in order.
+    `per_source` 0 means no cap.
+    """
+    if per_source == 0:
+        return list(hits)
+    kept: list[Hit] = []
+    deferred: list[Hit] = []
+    seen: dict[str, int] = {}
+    for hit in hits:
+        count = seen.get(hit.chunk.source, 0)
+        seen[hit.chunk.source] = count + 1
+        (kept if count < per_source else deferred).append(hit)
+    return kept + deferred
+
+
 def search(
     query: str,
     *,
@@ -43,6 +63,7 @@ def search(
     rrf_k: int = 60,
     strategy: Strategy = "hybrid_rerank",
     where: Metadata | None = None,
+    per_source: int = 0,
 ) -> list[Hit]:
     """Return the top_k hits for `query` by the given strategy."""
     if strategy not in STRATEGIES:
@@ -57,12 +78,12 @@ def search(
         where=where,
     )
     if strategy == "dense":
-        return rankings.dense[:top_k]
+        return diversify(rankings.dense, per_source)[:top_k]
     if strategy == "keyword":
-        return rankings.keyword[:top_k]
+        return diversify(rankings.keyword, per_source)[:top_k]
     fused = rrf_fuse([rankings.dense, rankings.keyword], k=rrf_k)
     if strategy == "hybrid" or reranker is None or not fused:
-        return fused[:top_k]
+        return diversify(fused, per_source)[:top_k]
     scores = reranker.rerank(query, [hit.chunk for hit in fused])
     reranked = sorted(zip(fused, scores, strict=True), key=lambda pair: -pair[1])
-    return [Hit(hit.chunk, score) for hit, score in reranked[:top_k]]
+    return diversify([Hit(hit.chunk, score) for hit, score in reranked], per_source)[:top_k]

