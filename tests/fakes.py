@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -20,6 +21,14 @@ M = TypeVar("M", bound=BaseModel)
 class Call:
     kind: str  # the schema's class name, or "text"
     messages: Sequence[Message]
+
+
+@dataclass(frozen=True)
+class Stall:
+    """A script item: wait `seconds` (a hung model), then answer `then`."""
+
+    seconds: float
+    then: Any
 
 
 @dataclass
@@ -54,16 +63,23 @@ class ScriptedChatModel:
     async def structured(
         self, messages: Sequence[Message], schema: type[M], *, max_tokens: int = 128
     ) -> Structured[M]:
-        item = self._next(schema.__name__, messages)
+        item = await _after_stall(self._next(schema.__name__, messages))
         value = item if isinstance(item, schema) else schema.model_validate(item)
         return Structured(value, self._usage(messages, value.model_dump_json()))
 
     async def text(self, messages: Sequence[Message], *, max_tokens: int = 256) -> Text:
-        item = self._next("text", messages)
+        item = await _after_stall(self._next("text", messages))
         return Text(str(item), self._usage(messages, str(item)))
 
     def kinds(self) -> list[str]:
         return [call.kind for call in self.calls]
+
+
+async def _after_stall(item: Any) -> Any:
+    if isinstance(item, Stall):
+        await asyncio.sleep(item.seconds)
+        return item.then
+    return item
 
 
 def model_failure(reason: str = "the model timed out") -> ModelError:

@@ -3,6 +3,7 @@ part with a scripted chat model."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Iterator
@@ -21,7 +22,7 @@ from candor.evaluation.instruments import CountingChatModel, RecordingIndex
 from candor.evaluation.questions import Question
 from candor.evaluation.runner import evaluate_agent, prepare_settings
 from candor.settings import DEFAULT_PRICES, Settings
-from tests.fakes import ScriptedChatModel
+from tests.fakes import ScriptedChatModel, Stall
 
 pytestmark = pytest.mark.integration
 
@@ -147,7 +148,7 @@ def test_agent_records_calls_citations_and_failures_and_goes_on(
         Question("q4", "How do I use Git LFS?", "unanswerable"),
     ]
 
-    records = evaluate_agent(questions, deps, bar=False)
+    records = evaluate_agent(questions, deps, bar=False, timeout=60)
 
     assert [r.id for r in records] == ["q1", "q2", "q3", "q4"], [r.error for r in records]
     answered, warned, failed, declined = records
@@ -162,3 +163,19 @@ def test_agent_records_calls_citations_and_failures_and_goes_on(
     assert failed.failed and failed.error == "ModelError: the model timed out"
     assert declined.decision == "declined" and declined.model_calls == 2
     assert chat.kinds().count("Triage") == 4
+
+
+def test_a_question_that_hangs_is_recorded_as_timed_out_and_the_run_goes_on(
+    agent_deps: tuple[Deps, ScriptedChatModel],
+) -> None:
+    deps, _ = agent_deps
+    greeting = {"abusive": False, "kind": "greeting"}
+    chat = ScriptedChatModel({"Triage": [Stall(30, greeting), greeting], "text": ["Hello!"]})
+    deps = dataclasses.replace(deps, chat=CountingChatModel(chat))
+    questions = [Question("hangs", "Hi", "greeting"), Question("next", "Hello", "greeting")]
+
+    hung, after = evaluate_agent(questions, deps, bar=False, timeout=0.2)
+
+    assert hung.failed and hung.error == "timed out after 0.2 s"
+    assert hung.seconds < 5
+    assert after.decision == "smalltalk" and after.answer == "Hello!"

@@ -17,6 +17,7 @@ from candor.errors import (
     RateLimitedError,
     SessionEndedError,
 )
+from candor.progress import progress as show_progress
 from candor.settings import Settings
 
 EXIT_USAGE = 2
@@ -46,7 +47,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         print("candor: no supported documents (.md, .txt, .html, .pdf) found", file=sys.stderr)
         return EXIT_USAGE
     state = build_state(settings)
-    progress = _progress_bar(len(documents), enabled=not args.json)
+    progress = show_progress(len(documents), "ingest", "doc", enabled=not args.json)
     try:
         report = ingest(
             documents,
@@ -74,23 +75,6 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         for source, reason in report.failures:
             print(f"  failed: {source}: {reason}", file=sys.stderr)
     return EXIT_FAILED if report.failures and not report.chunks else 0
-
-
-class _NoBar:
-    def update(self, n: int = 1) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
-def _progress_bar(total: int, *, enabled: bool) -> _NoBar:
-    if not enabled or not sys.stderr.isatty():
-        return _NoBar()
-    from tqdm import tqdm
-
-    bar: _NoBar = tqdm(total=total, unit="doc", desc="ingest", file=sys.stderr)  # type: ignore[assignment]
-    return bar
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
@@ -194,6 +178,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
+    if args.timeout <= 0:
+        print("candor: --timeout must be positive", file=sys.stderr)
+        return EXIT_USAGE
     if args.limit is not None and args.limit < 1:
         print("candor: --limit must be at least 1", file=sys.stderr)
         return EXIT_USAGE
@@ -207,6 +194,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         out=args.out,
         limit=args.limit,
         retrieval_only=args.retrieval_only,
+        timeout=args.timeout,
         strategies=strategies,
     )
     try:
@@ -277,6 +265,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--strategies",
         default="dense,keyword,hybrid,hybrid_rerank",
         help="comma-separated retrieval strategies",
+    )
+    evaluate.add_argument(
+        "--timeout",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="record a question as failed when it takes longer (default 600)",
     )
     evaluate.set_defaults(run=cmd_eval)
 

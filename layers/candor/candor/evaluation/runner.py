@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -12,7 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from candor import retrieval
 from candor.deps import Deps
@@ -23,6 +22,7 @@ from candor.evaluation.instruments import CountingChatModel, RecordingIndex
 from candor.evaluation.questions import Question, load_questions, stratified
 from candor.ingest.pipeline import IngestReport, ingest
 from candor.ports import Embedder, Reranker, VectorIndex
+from candor.progress import progress as show_progress
 from candor.settings import Settings
 
 RETRIEVAL_TOP_K = max(retrieval_metrics.KS)
@@ -52,32 +52,10 @@ class EvalOptions:
     retrieval_only: bool = False
     strategies: tuple[str, ...] = retrieval.STRATEGIES
     progress: bool = True
-
-
-class _Bar(Protocol):
-    def update(self, n: int = 1) -> object: ...
-
-    def close(self) -> None: ...
-
-
-class _NoBar:
-    def update(self, n: int = 1) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
-def _bar(total: int, desc: str, unit: str, *, enabled: bool) -> _Bar:
-    if not enabled or not sys.stderr.isatty():
-        return _NoBar()
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr)
-
-
-def _advance(bar: _Bar, n: int) -> None:
-    bar.update(n)
+    # Seconds one question may take before it is recorded as a failure. A local
+    # model's call cannot be interrupted (its thread finishes in the background, the
+    # next question waits for it), but every call is bounded by its max_tokens.
+    timeout: float = 600.0
 
 
 def prepare_settings(settings: Settings, name: str) -> Settings:
@@ -91,17 +69,17 @@ def build_index(
     from candor.factory import build_index as factory_index
 
     index = factory_index(settings, embedder)
-    progress = _bar(len(documents), "index", "doc", enabled=bar)
+    ticker = show_progress(len(documents), "index", "doc", enabled=bar)
     try:
         report = ingest(
             documents,
             embedder=embedder,
             index=index,
-            progress=lambda n: _advance(progress, n),
+            progress=ticker.update,
             max_bytes=settings.ingest_max_bytes,
         )
     finally:
-        progress.close()
+        ticker.close()
     return index, report
 
 
@@ -114,6 +92,7 @@ def evaluate_retrieval(
     reranker: Reranker,
     candidates: int,
     rrf_k: int,
+    per_source: int,
     bar: bool,
 ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, int | None]]]:
     """Per strategy: the summary, and each question's rank (None: not in the top 10)."""
@@ -131,7 +110,7 @@ def evaluate_retrieval(
         )
     summaries: dict[str, dict[str, Any]] = {}
     ranks: dict[str, dict[str, int | None]] = {}
-    progress = _bar(len(targets) * len(strategies), "retrieval", "query", enabled=bar)
+    ticker = show_progress(len(targets) * len(strategies), "retrieval", "query", enabled=bar)
     try:
         for strategy in strategies:
             found: dict[str, int | None] = {}
@@ -146,6 +125,7 @@ def evaluate_retrieval(
                     top_k=RETRIEVAL_TOP_K,
                     candidates=max(candidates, RETRIEVAL_TOP_K),
                     rrf_k=rrf_k,
+                    per_source=per_source,
                     strategy=strategy,
                 )
                 latencies.append((time.perf_counter() - started) * 1000)
@@ -154,15 +134,15 @@ def evaluate_retrieval(
                     question.expected_sources,
                     all_needed=question.all_sources_needed,
                 )
-                progress.update(1)
+                ticker.update(1)
             ranks[strategy] = found
             summaries[strategy] = retrieval_metrics.summarise(list(found.values()), latencies)
     finally:
-        progress.close()
+        ticker.close()
     return summaries, ranks
 
 
-async def _ask_one(deps: Deps, question: Question) -> AgentRecord:
+async def _ask_one(deps: Deps, question: Question, *, allowed_s: float) -> AgentRecord:
     from candor.service import ask
 
     chat = deps.chat
@@ -172,7 +152,15 @@ async def _ask_one(deps: Deps, question: Question) -> AgentRecord:
     index.seen.clear()
     started = time.perf_counter()
     try:
-        result = await ask(deps, question.question)
+        async with asyncio.timeout(allowed_s):
+            result = await ask(deps, question.question)
+    except TimeoutError:
+        return AgentRecord(
+            id=question.id,
+            kind=question.kind,
+            seconds=time.perf_counter() - started,
+            error=f"timed out after {allowed_s:g} s",
+        )
     except Exception as error:  # any failure of one question is recorded; the run goes on
         return AgentRecord(
             id=question.id,
@@ -203,15 +191,17 @@ async def _ask_one(deps: Deps, question: Question) -> AgentRecord:
     )
 
 
-def evaluate_agent(questions: Sequence[Question], deps: Deps, *, bar: bool) -> list[AgentRecord]:
+def evaluate_agent(
+    questions: Sequence[Question], deps: Deps, *, bar: bool, timeout: float
+) -> list[AgentRecord]:
     records: list[AgentRecord] = []
-    progress = _bar(len(questions), "agent", "question", enabled=bar)
+    ticker = show_progress(len(questions), "agent", "question", enabled=bar)
     try:
         for question in questions:
-            records.append(asyncio.run(_ask_one(deps, question)))
-            progress.update(1)
+            records.append(asyncio.run(_ask_one(deps, question, allowed_s=timeout)))
+            ticker.update(1)
     finally:
-        progress.close()
+        ticker.close()
     return records
 
 
@@ -238,6 +228,7 @@ def run_eval(settings: Settings, options: EvalOptions) -> dict[str, Any]:
         reranker=EmbeddingReranker(embedder),
         candidates=settings.candidates,
         rrf_k=settings.rrf_k,
+        per_source=settings.max_per_source,
         bar=options.progress,
     )
     report: dict[str, Any] = {
@@ -260,6 +251,7 @@ def run_eval(settings: Settings, options: EvalOptions) -> dict[str, Any]:
             "embedder": embedder.name,
             "retrieval_top_k": RETRIEVAL_TOP_K,
             "candidates": max(settings.candidates, RETRIEVAL_TOP_K),
+            "max_per_source": settings.max_per_source,
             "reranker": "embedding (hybrid_rerank only)",
         },
         "retrieval": retrieval_report,
@@ -302,7 +294,7 @@ def _agent_section(
             state=state,
         )
         try:
-            records = evaluate_agent(questions, deps, bar=options.progress)
+            records = evaluate_agent(questions, deps, bar=options.progress, timeout=options.timeout)
         finally:
             state.close()
     agent = agent_metrics.summarise(records)

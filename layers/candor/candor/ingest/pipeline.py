@@ -242,7 +242,7 @@ def ingest(
     embedder: Embedder,
     index: VectorIndex,
     batch_size: int = 64,
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[int], object] | None = None,
     max_chars: int = 800,
     overlap: int = 100,
     max_bytes: int | None = None,
