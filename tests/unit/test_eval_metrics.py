@@ -149,6 +149,8 @@ def test_agent_summary_on_hand_made_records() -> None:
     assert summary["model_calls_per_question"] == round((4 + 3 + 5 + 5 + 3 + 2 + 3 + 2) / 8, 3)
     assert summary["model_calls_per_answered"] == round((4 + 3 + 3 + 3) / 4, 3)
     assert summary["tokens_per_question"] == round((1000 + 550) / 8, 1)
+    assert summary["tokens_in_per_question"] == round((900 + 500) / 8, 1)
+    assert summary["tokens_out_per_question"] == round((100 + 50) / 8, 1)
     assert summary["cost_per_question_usd"] == round(0.002 / 8, 8)
     assert summary["p50_s"] == 2.5  # of 4, 2, 3, 3, 3, 1, 1, 1
     assert summary["p95_s"] == 3.65
@@ -198,3 +200,25 @@ def test_stratified_takes_kinds_round_robin_in_file_order() -> None:
     ]
     assert stratified(questions, None) == questions
     assert stratified(questions, 100) == questions
+
+
+def test_cost_at_api_prices_prices_the_runs_tokens_at_the_configured_chat_model() -> None:
+    from candor.evaluation.runner import cost_at_api_prices
+    from candor.settings import Settings
+
+    # gpt-4o-mini: $0.15 per million input tokens, $0.60 per million output tokens
+    estimate = cost_at_api_prices(Settings(chat_model="gpt-4o-mini"), RECORDS)
+
+    expected = ((900 + 500) * 0.15 + (100 + 50) * 0.60) / 1e6 / 8  # 8 questions ran
+    assert estimate["model"] == "gpt-4o-mini"
+    assert estimate["usd_per_question"] == pytest.approx(expected)
+    assert estimate["n"] == 8
+
+
+def test_cost_at_api_prices_is_unknown_for_a_model_without_a_price() -> None:
+    from candor.evaluation.runner import cost_at_api_prices
+    from candor.settings import Settings
+
+    estimate = cost_at_api_prices(Settings(chat_model="some-new-model"), RECORDS)
+
+    assert estimate["usd_per_question"] is None

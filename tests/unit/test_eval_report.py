@@ -54,6 +54,12 @@ def report(*, with_agent: bool) -> dict[str, Any]:
             "by_kind": summarise_by_kind(records),
             "failure_reasons": [{"id": "u", "kind": "unanswerable", "reason": "ModelError: boom"}],
             "config": {"chat_model": "tiny.gguf", "strategy": "hybrid"},
+            "cost_at_api_prices": {
+                "model": "gpt-4o-mini",
+                "usd_per_question": 0.00025,
+                "usd_per_1000_questions": 0.25,
+                "n": 1,
+            },
         }
     return data
 
@@ -72,6 +78,7 @@ def test_markdown_has_a_row_per_strategy_with_n_and_the_agent_tables() -> None:
     assert "| Routing accuracy | 1.000 | 1 |" in text
     assert "| unanswerable | 1 | 1 | – | – | – | – |" in text
     assert "- u (unanswerable): ModelError: boom" in text
+    assert "`gpt-4o-mini` prices these tokens would cost $0.000250 per question" in text
 
 
 def test_write_report_writes_the_three_files(tmp_path: Path) -> None:

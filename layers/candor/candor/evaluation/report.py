@@ -97,6 +97,15 @@ def to_markdown(report: Mapping[str, Any]) -> str:
         samples = agent.get("samples", {})
         for key, label in AGENT_ROWS:
             lines.append(f"| {label} | {_fmt(agent.get(key))} | {_fmt(samples.get(key))} |")
+        api = agent.get("cost_at_api_prices") or {}
+        if api.get("usd_per_question") is not None:
+            lines += [
+                "",
+                f"At `{api['model']}` prices these tokens would cost "
+                f"${api['usd_per_question']:.6f} per question "
+                f"(${api['usd_per_1000_questions']:.2f} per 1,000; n={api['n']}; "
+                "counted with the local model's tokenizer, an estimate).",
+            ]
         lines += [
             "",
             "### By kind",

@@ -302,6 +302,7 @@ def _agent_section(
     agent["failure_reasons"] = [
         {"id": r.id, "kind": r.kind, "reason": r.error} for r in records if r.failed
     ]
+    agent["cost_at_api_prices"] = cost_at_api_prices(settings, records)
     model_path = getattr(chat, "model_path", None)
     agent["config"] = {
         "chat_backend": settings.chat_backend,
@@ -316,3 +317,23 @@ def _agent_section(
         "model_calls": "counted at the chat-model port, moderation's second call included",
     }
     return agent, [r.to_json() for r in records]
+
+
+def cost_at_api_prices(settings: Settings, records: Sequence[AgentRecord]) -> dict[str, Any]:
+    """What the run's tokens would cost per question at the OpenAI chat model's prices.
+
+    The local model costs nothing, so its cost_per_question_usd says nothing about
+    production; this estimate does, within the difference between the two models'
+    tokenizers and answer lengths (an estimate, not a bill).
+    """
+    price = settings.prices.get(settings.chat_model)
+    done = [r for r in records if not r.failed]
+    if price is None or not done:
+        return {"model": settings.chat_model, "usd_per_question": None, "n": len(done)}
+    costs = [price.cost(r.tokens_in, r.tokens_out) for r in done]
+    return {
+        "model": settings.chat_model,
+        "usd_per_question": round(sum(costs) / len(costs), 8),
+        "usd_per_1000_questions": round(1000 * sum(costs) / len(costs), 4),
+        "n": len(done),
+    }
