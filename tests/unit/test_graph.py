@@ -70,6 +70,22 @@ def test_answer_without_any_valid_citation_is_declined(make_deps: MakeDeps) -> N
     assert result.citations == ()
 
 
+def test_an_unmarked_answer_taken_from_a_passage_is_answered_citing_that_passage(
+    make_deps: MakeDeps,
+) -> None:
+    chat = ScriptedChatModel(
+        {
+            "Triage": [QUESTION],
+            "Grade": [{"answerable": True}],
+            "text": ["It refuses the push unless the remote ref still points at that commit."],
+        }
+    )
+    result = ask(make_deps, chat, "What does --force-with-lease do?")
+    assert result.decision == "answered"
+    assert [c.source for c in result.citations] == ["git-push.html"]
+    assert result.answer.endswith("[1]")
+
+
 def test_rewrite_loop_stops_at_the_cap_and_declines(make_deps: MakeDeps) -> None:
     chat = ScriptedChatModel(
         {

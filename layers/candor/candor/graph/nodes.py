@@ -13,11 +13,9 @@ import re
 from candor import retrieval
 from candor.deps import Deps
 from candor.graph import prompts
+from candor.graph.citations import cite, with_attribution
 from candor.graph.schemas import Grade, Moderation, Rewrite, Triage
-from candor.graph.state import Citation, GraphState, Intent, Update
-
-SNIPPET_CHARS = 240
-CITATION = re.compile(r"\[(\d{1,2})\]")
+from candor.graph.state import GraphState, Intent, Update
 
 
 async def moderate(state: GraphState, deps: Deps) -> Update:
@@ -151,37 +149,12 @@ async def generate(state: GraphState, deps: Deps) -> Update:
     reply = await deps.chat.text(
         prompts.answer(text, subject(state)), max_tokens=settings.answer_max_tokens
     )
-    answer, citations = cite(reply.text, state)
+    answer, citations = cite(reply.text, state.passages)
     if not citations:
-        # An answer that points at no passage cannot be checked by the reader.
+        answer, citations = with_attribution(
+            reply.text, subject(state), state.passages, settings.passage_chars
+        )
+    if not citations:
+        # An answer that no passage accounts for cannot be checked by the reader.
         return decline
     return {"decision": "answered", "answer": answer, "citations": citations}
-
-
-def cite(text: str, state: GraphState) -> tuple[str, tuple[Citation, ...]]:
-    """Keep only citation markers that name a passage the model was given.
-
-    Markers are renumbered in order of first use so the reader sees [1], [2], ...
-    matching the citations list.
-    """
-    numbering: dict[int, int] = {}
-    citations: list[Citation] = []
-
-    def renumber(match: re.Match[str]) -> str:
-        given = int(match.group(1))
-        if not 1 <= given <= len(state.passages):
-            return ""
-        if given not in numbering:
-            chunk = state.passages[given - 1].chunk
-            numbering[given] = len(numbering) + 1
-            citations.append(Citation(chunk.id, chunk.source, chunk.title, _snippet(chunk.text)))
-        return f"[{numbering[given]}]"
-
-    cleaned = CITATION.sub(renumber, text.strip())
-    cleaned = re.sub(r"[ \t]+([.,;:])", r"\1", cleaned)
-    return cleaned.strip(), tuple(citations)
-
-
-def _snippet(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= SNIPPET_CHARS else flat[: SNIPPET_CHARS - 1].rstrip() + "…"

@@ -1,0 +1,78 @@
+"""Citations: the model's own markers, else the passages an unmarked answer is made of."""
+
+from __future__ import annotations
+
+import pytest
+
+from candor.graph.citations import attribute, cite, content_words, with_attribution
+from candor.types import Chunk, Hit
+
+pytestmark = pytest.mark.unit
+
+PASSAGES = [
+    Hit(
+        Chunk(
+            "p-0",
+            "gc.auto: when there are approximately more than this many loose objects, "
+            "git gc --auto packs them. The default value is 6700. Setting it to 0 "
+            "disables automatic packing.",
+            "git-gc.html",
+            "git-gc(1)",
+            "CONFIGURATION",
+        ),
+        0.0,
+    ),
+    Hit(
+        Chunk(
+            "p-1",
+            "git commit --amend replaces the tip of the current branch with a new commit.",
+            "git-commit.html",
+            "git-commit(1)",
+            "OPTIONS",
+        ),
+        0.0,
+    ),
+]
+QUESTION = "What is the default value of gc.auto?"
+
+
+def test_content_words_drop_stopwords_and_short_words_but_keep_numbers() -> None:
+    assert content_words("The default is 0 and it is on by --auto") == {"default", "0", "auto"}
+
+
+def test_an_unmarked_answer_made_of_a_passages_words_is_attributed_to_it() -> None:
+    answer = "Git packs loose objects automatically above 6700 of them; 0 disables packing."
+    assert attribute(answer, QUESTION, PASSAGES, shown_chars=600) == [1]
+
+
+def test_an_answer_the_passages_do_not_account_for_is_attributed_to_none() -> None:
+    answer = "Run the maintenance scheduler every night with cron to keep repositories fast."
+    assert attribute(answer, QUESTION, PASSAGES, shown_chars=600) == []
+
+
+def test_repeating_the_question_is_not_evidence() -> None:
+    # Every content word of this answer is in the question, and so proves nothing.
+    assert attribute("The default value of gc.auto.", QUESTION, PASSAGES, shown_chars=600) == []
+
+
+def test_only_the_part_of_a_passage_the_model_was_shown_counts() -> None:
+    answer = "Git packs loose objects automatically above 6700 of them; 0 disables packing."
+    # Cut before "6700" and "disables": too little of the answer is left in what was shown.
+    assert attribute(answer, QUESTION, PASSAGES, shown_chars=40) == []
+
+
+def test_with_attribution_appends_markers_matching_the_citations() -> None:
+    answer, citations = with_attribution(
+        "Above 6700 loose objects git gc packs them; 0 disables it.",
+        QUESTION,
+        PASSAGES,
+        shown_chars=600,
+    )
+    assert answer.endswith(" [1]")
+    assert [c.source for c in citations] == ["git-gc.html"]
+
+
+def test_cite_keeps_markers_of_given_passages_and_renumbers_them() -> None:
+    answer, citations = cite("Amend it [2]. Not [7].", PASSAGES)
+    assert answer == "Amend it [1]. Not."
+    assert [c.id for c in citations] == ["p-1"]
