@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -90,25 +91,8 @@ def test_search_caps_the_passages_of_one_document(
     embedder: CountingEmbedder, index: SqliteVectorIndex
 ) -> None:
     # "push-lease" and "push-force" share push.html: capped, only one is in the top 2
-    capped = search(
-        "git push --force",
-        embedder=embedder,
-        index=index,
-        reranker=None,
-        top_k=2,
-        candidates=6,
-        strategy="hybrid",
-        per_source=1,
-    )
-    uncapped = search(
-        "git push --force",
-        embedder=embedder,
-        index=index,
-        reranker=None,
-        top_k=2,
-        candidates=6,
-        strategy="hybrid",
-    )
+    capped = find(embedder, index, "git push --force", top_k=2, per_source=1)
+    uncapped = find(embedder, index, "git push --force", top_k=2)
     assert [h.chunk.source for h in uncapped] == ["push.html", "push.html"]
     first, second = (h.chunk.source for h in capped)
     assert first == "push.html" and second != "push.html"
@@ -154,33 +138,30 @@ def index(tmp_path: Path, embedder: CountingEmbedder) -> Iterator[SqliteVectorIn
     index.close()
 
 
+def find(
+    embedder: CountingEmbedder, index: SqliteVectorIndex, query: str, **options: Any
+) -> list[Hit]:
+    """`search` with this module's defaults: hybrid, no reranker, 3 of 6 candidates."""
+    settings: dict[str, Any] = {
+        "reranker": None,
+        "top_k": 3,
+        "candidates": 6,
+        "strategy": "hybrid",
+    }
+    return search(query, embedder=embedder, index=index, **(settings | options))
+
+
 def test_hybrid_search_puts_the_chunk_naming_an_identifier_first(
     embedder: CountingEmbedder, index: SqliteVectorIndex
 ) -> None:
-    hits = search(
-        "is --force-with-lease safe?",
-        embedder=embedder,
-        index=index,
-        reranker=None,
-        top_k=3,
-        candidates=6,
-        strategy="hybrid",
-    )
+    hits = find(embedder, index, "is --force-with-lease safe?")
     assert ids(hits)[0] == "push-lease"
 
 
 def test_search_returns_at_most_top_k_hits(
     embedder: CountingEmbedder, index: SqliteVectorIndex
 ) -> None:
-    hits = search(
-        "git push branch",
-        embedder=embedder,
-        index=index,
-        reranker=None,
-        top_k=2,
-        candidates=6,
-        strategy="hybrid",
-    )
+    hits = find(embedder, index, "git push branch", top_k=2)
     assert len(hits) == 2
 
 
@@ -188,15 +169,7 @@ def test_keyword_search_does_not_embed_the_query(
     embedder: CountingEmbedder, index: SqliteVectorIndex
 ) -> None:
     # When the strategy is keyword-only
-    hits = search(
-        "rerere.enabled",
-        embedder=embedder,
-        index=index,
-        reranker=None,
-        top_k=1,
-        candidates=5,
-        strategy="keyword",
-    )
+    hits = find(embedder, index, "rerere.enabled", top_k=1, candidates=5, strategy="keyword")
 
     # Then the answer comes from BM25 alone, and the embedder was never called
     assert ids(hits) == ["rerere"]
@@ -207,15 +180,7 @@ def test_dense_search_ranks_by_vector_only(
     embedder: CountingEmbedder, index: SqliteVectorIndex
 ) -> None:
     # Given the exact text of a passage, which its own vector matches best
-    hits = search(
-        PASSAGES["stash"],
-        embedder=embedder,
-        index=index,
-        reranker=None,
-        top_k=1,
-        candidates=5,
-        strategy="dense",
-    )
+    hits = find(embedder, index, PASSAGES["stash"], top_k=1, candidates=5, strategy="dense")
     assert ids(hits) == ["stash"]
     assert hits[0].score == pytest.approx(1.0, abs=1e-4)
     assert embedder.calls == 1
@@ -229,15 +194,7 @@ def test_hybrid_search_returns_the_fusion_of_both_rankings(
     rankings = index.query(vector=embedder.embed([query])[0], keywords=query, top_k=6)
 
     # When hybrid search runs with the same candidates
-    hits = search(
-        query,
-        embedder=embedder,
-        index=index,
-        reranker=None,
-        top_k=6,
-        candidates=6,
-        strategy="hybrid",
-    )
+    hits = find(embedder, index, query, top_k=6)
 
     # Then its hits are exactly the RRF fusion of those rankings
     assert ids(hits) == ids(rrf_fuse([rankings.dense, rankings.keyword]))
@@ -246,13 +203,11 @@ def test_hybrid_search_returns_the_fusion_of_both_rankings(
 def test_hybrid_rerank_orders_the_fused_candidates_by_reranker_score(
     embedder: CountingEmbedder, index: SqliteVectorIndex
 ) -> None:
-    hits = search(
+    hits = find(
+        embedder,
+        index,
         "git push force remote branch commits",
-        embedder=embedder,
-        index=index,
         reranker=ShortestFirst(),
-        top_k=3,
-        candidates=6,
         strategy="hybrid_rerank",
     )
     lengths = [len(h.chunk.text) for h in hits]
@@ -264,15 +219,7 @@ def test_hybrid_rerank_without_a_reranker_falls_back_to_the_fusion(
     embedder: CountingEmbedder, index: SqliteVectorIndex
 ) -> None:
     def run(strategy: str) -> list[Hit]:
-        return search(
-            "stash changes",
-            embedder=embedder,
-            index=index,
-            reranker=None,
-            top_k=3,
-            candidates=6,
-            strategy=strategy,
-        )
+        return find(embedder, index, "stash changes", strategy=strategy)
 
     without, hybrid = run("hybrid_rerank"), run("hybrid")
     assert ids(without) == ids(hybrid)
@@ -281,16 +228,7 @@ def test_hybrid_rerank_without_a_reranker_falls_back_to_the_fusion(
 def test_search_passes_the_filter_to_both_rankings(
     embedder: CountingEmbedder, index: SqliteVectorIndex
 ) -> None:
-    hits = search(
-        "git push --force-with-lease",
-        embedder=embedder,
-        index=index,
-        reranker=None,
-        top_k=5,
-        candidates=6,
-        strategy="hybrid",
-        where={"topic": "gc"},
-    )
+    hits = find(embedder, index, "git push --force-with-lease", top_k=5, where={"topic": "gc"})
     assert ids(hits) == ["gc"]
 
 
@@ -298,12 +236,4 @@ def test_an_unknown_strategy_is_refused(
     embedder: CountingEmbedder, index: SqliteVectorIndex
 ) -> None:
     with pytest.raises(ValueError, match="bm42"):
-        search(
-            "anything",
-            embedder=embedder,
-            index=index,
-            reranker=None,
-            top_k=1,
-            candidates=1,
-            strategy="bm42",
-        )
+        find(embedder, index, "anything", top_k=1, candidates=1, strategy="bm42")
