@@ -32,6 +32,16 @@ def hit_rank(sources: Sequence[str], expected: Collection[str], *, all_needed: b
     return None
 
 
+def holds_keywords(shown: Sequence[str], keywords: Collection[str]) -> bool:
+    """Whether the passages as the model sees them contain every keyword (case-insensitive).
+
+    An answer can only contain a fact its passages show, so the share of questions
+    for which this holds is the ceiling of the agent's answer correctness.
+    """
+    text = "\n".join(shown).casefold()
+    return all(keyword.casefold() in text for keyword in keywords)
+
+
 def percentile(values: Sequence[float], q: float) -> float | None:
     """The q-th percentile (0-100) with linear interpolation between ranks; None if empty."""
     if not values:

@@ -20,6 +20,7 @@ from candor.evaluation.agent_metrics import AgentRecord
 from candor.evaluation.corpus import index_name, read_corpus
 from candor.evaluation.instruments import CountingChatModel, RecordingIndex
 from candor.evaluation.questions import Question, load_questions, stratified
+from candor.graph import prompts
 from candor.ingest.pipeline import IngestReport, ingest
 from candor.ports import Embedder, Reranker, VectorIndex
 from candor.progress import progress as show_progress
@@ -93,6 +94,8 @@ def evaluate_retrieval(
     candidates: int,
     rrf_k: int,
     per_source: int,
+    context_k: int,
+    context_chars: int,
     bar: bool,
 ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, int | None]]]:
     """Per strategy: the summary, and each question's rank (None: not in the top 10)."""
@@ -115,6 +118,7 @@ def evaluate_retrieval(
         for strategy in strategies:
             found: dict[str, int | None] = {}
             latencies: list[float] = []
+            context_hits: list[bool] = []
             for question in targets:
                 started = time.perf_counter()
                 hits = retrieval.search(
@@ -134,9 +138,21 @@ def evaluate_retrieval(
                     question.expected_sources,
                     all_needed=question.all_sources_needed,
                 )
+                if question.answer_keywords:
+                    shown = [prompts.passage_text(hit, context_chars) for hit in hits[:context_k]]
+                    context_hits.append(
+                        retrieval_metrics.holds_keywords(shown, question.answer_keywords)
+                    )
                 ticker.update(1)
             ranks[strategy] = found
             summaries[strategy] = retrieval_metrics.summarise(list(found.values()), latencies)
+            summaries[strategy] |= {
+                "answer_context": (
+                    round(sum(context_hits) / len(context_hits), 4) if context_hits else None
+                ),
+                "answer_context_n": len(context_hits),
+                "answer_context_k": context_k,
+            }
     finally:
         ticker.close()
     return summaries, ranks
@@ -229,6 +245,8 @@ def run_eval(settings: Settings, options: EvalOptions) -> dict[str, Any]:
         candidates=settings.candidates,
         rrf_k=settings.rrf_k,
         per_source=settings.max_per_source,
+        context_k=settings.top_k,
+        context_chars=settings.passage_chars,
         bar=options.progress,
     )
     report: dict[str, Any] = {

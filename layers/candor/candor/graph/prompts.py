@@ -49,14 +49,18 @@ def triage(message: str) -> list[Message]:
     ]
 
 
+def passage_text(hit: Hit, max_chars: int) -> str:
+    """One passage as the model sees it: its label line, then its text cut at max_chars."""
+    chunk = hit.chunk
+    label = " - ".join(part for part in (chunk.title, chunk.heading) if part)
+    text = chunk.text if len(chunk.text) <= max_chars else chunk.text[:max_chars] + " ..."
+    return f"{label}\n{text}"
+
+
 def format_passages(passages: Sequence[Hit], max_chars: int) -> str:
-    blocks = []
-    for number, hit in enumerate(passages, start=1):
-        chunk = hit.chunk
-        label = " - ".join(part for part in (chunk.title, chunk.heading) if part)
-        text = chunk.text if len(chunk.text) <= max_chars else chunk.text[:max_chars] + " ..."
-        blocks.append(f"[{number}] {label}\n{text}")
-    return "\n\n".join(blocks)
+    return "\n\n".join(
+        f"[{number}] {passage_text(hit, max_chars)}" for number, hit in enumerate(passages, 1)
+    )
 
 
 PASSAGES_SYSTEM = "You answer questions using only the numbered passages you are given."
