@@ -28,7 +28,18 @@ pytestmark = pytest.mark.integration
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 QUESTIONS = FIXTURES / "kite-questions.jsonl"
-RETRIEVAL_KEYS = {"n", "recall@1", "recall@5", "recall@10", "mrr", "p50_ms", "p95_ms"}
+RETRIEVAL_KEYS = {
+    "n",
+    "recall@1",
+    "recall@5",
+    "recall@10",
+    "mrr",
+    "p50_ms",
+    "p95_ms",
+    "answer_context",
+    "answer_context_n",
+    "answer_context_k",
+}
 
 
 @pytest.fixture
@@ -56,6 +67,7 @@ def test_retrieval_only_writes_every_strategy_with_n_and_reuses_the_index(
     for row in first["retrieval"].values():
         assert set(row) >= RETRIEVAL_KEYS
         assert row["n"] == 2  # of 4 questions, two have expected sources
+        assert row["answer_context_n"] == 2 and row["answer_context_k"] == 3
         assert 0 <= row["recall@1"] <= row["recall@5"] <= row["recall@10"] <= 1
     assert "agent" not in first
     assert first["meta"]["questions"] == 4 and first["meta"]["documents"] == 3

@@ -21,6 +21,9 @@ def row(r1: float, r5: float, mrr: float) -> dict[str, Any]:
         "recall@5": r5,
         "recall@10": 1.0,
         "mrr": mrr,
+        "answer_context": 0.5,
+        "answer_context_n": 8,
+        "answer_context_k": 3,
         "p50_ms": 3.0,
         "p95_ms": 9.5,
     }
@@ -74,7 +77,10 @@ def test_comparisons_say_when_a_component_does_not_beat_the_simpler_one() -> Non
 
 def test_markdown_has_a_row_per_strategy_with_n_and_the_agent_tables() -> None:
     text = to_markdown(report(with_agent=True))
-    assert "| hybrid_rerank | 10 | 0.700 | 0.900 | 1.000 | 0.750 | 3.000 | 9.500 |" in text
+    assert (
+        "| hybrid_rerank | 10 | 0.700 | 0.900 | 1.000 | 0.750 | 0.500 (top 3, n=8) "
+        "| 3.000 | 9.500 |"
+    ) in text
     assert "| Routing accuracy | 1.000 | 1 |" in text
     assert "| unanswerable | 1 | 1 | – | – | – | – |" in text
     assert "- u (unanswerable): ModelError: boom" in text

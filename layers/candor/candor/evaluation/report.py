@@ -36,6 +36,14 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+def _context(row: Mapping[str, Any]) -> str:
+    if row.get("answer_context") is None:
+        return "–"
+    return (
+        f"{row['answer_context']:.3f} (top {row['answer_context_k']}, n={row['answer_context_n']})"
+    )
+
+
 def comparisons(retrieval: Mapping[str, Mapping[str, Any]]) -> list[str]:
     """Whether each component beats the simpler strategy, in words."""
     notes: list[str] = []
@@ -70,12 +78,16 @@ def to_markdown(report: Mapping[str, Any]) -> str:
         "Document level: a hit is a retrieved chunk from an expected page; k counts chunks; "
         "a multi_hop question counts only when all its pages are in the top k.",
         "",
-        "| strategy | n | Recall@1 | Recall@5 | Recall@10 | MRR | p50 ms | p95 ms |",
-        "|---|---|---|---|---|---|---|---|",
+        "Answer context: the share of questions whose passages, as the model is shown "
+        "them, contain every expected keyword; the ceiling of answer correctness.",
+        "",
+        "| strategy | n | Recall@1 | Recall@5 | Recall@10 | MRR | answer context | "
+        "p50 ms | p95 ms |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for name, row in report["retrieval"].items():
         cells = [row[k] for k in ("n", "recall@1", "recall@5", "recall@10", "mrr")]
-        cells += [row["p50_ms"], row["p95_ms"]]
+        cells += [_context(row), row["p50_ms"], row["p95_ms"]]
         lines.append(f"| {name} | " + " | ".join(_fmt(c) for c in cells) + " |")
     notes = comparisons(report["retrieval"])
     if notes:
