@@ -224,12 +224,12 @@ def test_cost_at_api_prices_is_unknown_for_a_model_without_a_price() -> None:
     assert estimate["usd_per_question"] is None
 
 
-def test_holds_keywords_needs_every_keyword_in_the_shown_passages_in_any_case() -> None:
-    from candor.evaluation.retrieval_metrics import holds_keywords
+def test_has_all_keywords_needs_every_keyword_in_the_shown_passages_in_any_case() -> None:
+    from candor.evaluation.retrieval_metrics import has_all_keywords
 
     shown = [
         "git-gc(1) - CONFIGURATION\nThe default of gc.auto is 6700.",
         "Set it to 0 to Disable.",
     ]
-    assert holds_keywords(shown, ("gc.auto", "6700", "disable"))
-    assert not holds_keywords(shown[:1], ("gc.auto", "6700", "disable"))
+    assert has_all_keywords("\n".join(shown), ("gc.auto", "6700", "disable"))
+    assert not has_all_keywords(shown[0], ("gc.auto", "6700", "disable"))

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from candor.evaluation.questions import ANSWERABLE_KINDS
-from candor.evaluation.retrieval_metrics import percentile
+from candor.evaluation.retrieval_metrics import has_all_keywords, percentile
 
 # The decisions that show the right path was taken; a question of any other kind
 # must go through retrieval, ending answered or declined.
@@ -64,8 +64,7 @@ class AgentRecord:
         return self.decision in EXPECTED_DECISIONS.get(self.kind, RETRIEVAL_DECISIONS)
 
     def keywords_present(self) -> bool:
-        text = self.answer.casefold()
-        return all(k.casefold() in text for k in self.answer_keywords)
+        return has_all_keywords(self.answer, self.answer_keywords)
 
     def to_json(self) -> dict[str, Any]:
         row: dict[str, Any] = {

@@ -32,14 +32,15 @@ def hit_rank(sources: Sequence[str], expected: Collection[str], *, all_needed: b
     return None
 
 
-def holds_keywords(shown: Sequence[str], keywords: Collection[str]) -> bool:
-    """Whether the passages as the model sees them contain every keyword (case-insensitive).
+def has_all_keywords(text: str, keywords: Collection[str]) -> bool:
+    """Whether `text` contains every keyword, case-insensitively.
 
-    An answer can only contain a fact its passages show, so the share of questions
-    for which this holds is the ceiling of the agent's answer correctness.
+    The one test of both an answer (is it correct?) and of the passages the model
+    was shown (could an answer from them be?): an answer can only contain a fact
+    its passages show, so the second is the ceiling of the first.
     """
-    text = "\n".join(shown).casefold()
-    return all(keyword.casefold() in text for keyword in keywords)
+    folded = text.casefold()
+    return all(keyword.casefold() in folded for keyword in keywords)
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:

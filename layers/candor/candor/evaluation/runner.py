@@ -91,14 +91,14 @@ def evaluate_retrieval(
     embedder: Embedder,
     index: VectorIndex,
     reranker: Reranker,
-    candidates: int,
-    rrf_k: int,
-    per_source: int,
-    context_k: int,
-    context_chars: int,
+    settings: Settings,
     bar: bool,
 ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, int | None]]]:
-    """Per strategy: the summary, and each question's rank (None: not in the top 10)."""
+    """Per strategy: the summary, and each question's rank (None: not in the top 10).
+
+    The search uses the settings' candidates, RRF constant and per-page cap; the
+    answer context, its top_k passages cut at passage_chars, as the agent shows them.
+    """
     targets = [q for q in questions if q.expected_sources]
     # The first query loads the vectors into memory; keep that out of the latencies.
     if targets:
@@ -108,7 +108,7 @@ def evaluate_retrieval(
             index=index,
             reranker=None,
             top_k=1,
-            candidates=candidates,
+            candidates=settings.candidates,
             strategy="hybrid",
         )
     summaries: dict[str, dict[str, Any]] = {}
@@ -127,9 +127,9 @@ def evaluate_retrieval(
                     index=index,
                     reranker=reranker,
                     top_k=RETRIEVAL_TOP_K,
-                    candidates=max(candidates, RETRIEVAL_TOP_K),
-                    rrf_k=rrf_k,
-                    per_source=per_source,
+                    candidates=max(settings.candidates, RETRIEVAL_TOP_K),
+                    rrf_k=settings.rrf_k,
+                    per_source=settings.max_per_source,
                     strategy=strategy,
                 )
                 latencies.append((time.perf_counter() - started) * 1000)
@@ -139,9 +139,12 @@ def evaluate_retrieval(
                     all_needed=question.all_sources_needed,
                 )
                 if question.answer_keywords:
-                    shown = [prompts.passage_text(hit, context_chars) for hit in hits[:context_k]]
+                    shown = "\n".join(
+                        prompts.passage_text(hit, settings.passage_chars)
+                        for hit in hits[: settings.top_k]
+                    )
                     context_hits.append(
-                        retrieval_metrics.holds_keywords(shown, question.answer_keywords)
+                        retrieval_metrics.has_all_keywords(shown, question.answer_keywords)
                     )
                 ticker.update(1)
             ranks[strategy] = found
@@ -151,7 +154,7 @@ def evaluate_retrieval(
                     round(sum(context_hits) / len(context_hits), 4) if context_hits else None
                 ),
                 "answer_context_n": len(context_hits),
-                "answer_context_k": context_k,
+                "answer_context_k": settings.top_k,
             }
     finally:
         ticker.close()
@@ -167,22 +170,20 @@ async def _ask_one(deps: Deps, question: Question, *, allowed_s: float) -> Agent
     chat.calls = 0
     index.seen.clear()
     started = time.perf_counter()
+    failure: str | None = None
     try:
         async with asyncio.timeout(allowed_s):
             result = await ask(deps, question.question)
     except TimeoutError:
-        return AgentRecord(
-            id=question.id,
-            kind=question.kind,
-            seconds=time.perf_counter() - started,
-            error=f"timed out after {allowed_s:g} s",
-        )
+        failure = f"timed out after {allowed_s:g} s"
     except Exception as error:  # any failure of one question is recorded; the run goes on
+        failure = f"{type(error).__name__}: {error}"
+    if failure is not None:
         return AgentRecord(
             id=question.id,
             kind=question.kind,
             seconds=time.perf_counter() - started,
-            error=f"{type(error).__name__}: {error}",
+            error=failure,
         )
     seconds = time.perf_counter() - started
     valid = sum(
@@ -242,11 +243,7 @@ def run_eval(settings: Settings, options: EvalOptions) -> dict[str, Any]:
         embedder=embedder,
         index=index,
         reranker=EmbeddingReranker(embedder),
-        candidates=settings.candidates,
-        rrf_k=settings.rrf_k,
-        per_source=settings.max_per_source,
-        context_k=settings.top_k,
-        context_chars=settings.passage_chars,
+        settings=settings,
         bar=options.progress,
     )
     report: dict[str, Any] = {
