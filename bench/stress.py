@@ -17,39 +17,25 @@ import json
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from candor.backends.dynamodb_state import DynamoDBStateStore
 from candor.backends.sqlite_state import SqliteStateStore
 from candor.ports import StateStore
+from tests.concurrency import together
 from tests.dynamodb_local import ROOT, DynamoDBLocal, client, create_state_table
 
-T = TypeVar("T")
-R = TypeVar("R")
 HOUR = 3600
 RESTART_SESSION = "restart-check-session"
 RESTART_RATE_KEY = "restart-check-address"
 RESTART_LEDGER = "restart-check-ledger"
 RESTART_LIMIT = 3
 RESTART_CAP = Decimal("0.05")
-
-
-def together(items: Sequence[T], call: Callable[[T], R]) -> list[R]:
-    start = threading.Barrier(len(items))
-
-    def one(item: T) -> R:
-        start.wait()
-        return call(item)
-
-    with ThreadPoolExecutor(max_workers=len(items)) as pool:
-        return list(pool.map(one, items))
 
 
 def opener(backend: str, target: str, table: str) -> Callable[[], StateStore]:

@@ -8,15 +8,12 @@ concurrent writes, so it cannot back a concurrency claim.
 
 from __future__ import annotations
 
-import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 
@@ -24,11 +21,10 @@ from candor.backends.dynamodb_state import DynamoDBStateStore
 from candor.backends.sqlite_state import SqliteStateStore
 from candor.ports import CacheKey, StateStore, Turn
 from tests import dynamodb_local
+from tests.concurrency import together
 
 pytestmark = pytest.mark.integration
 
-R = TypeVar("R")
-T = TypeVar("T")
 HOUR = 3600
 # 100 s into the next hour: every window, ledger and cache entry written expires in
 # the future, so DynamoDB Local's TTL cannot delete one while a test reads it.
@@ -72,18 +68,6 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
 @pytest.fixture
 def store(backend: Backend) -> StateStore:
     return backend.store()
-
-
-def together(items: Sequence[T], call: Callable[[T], R]) -> list[R]:
-    """Run `call` once per item, each in its own thread, all released at the same moment."""
-    start = threading.Barrier(len(items))
-
-    def one(item: T) -> R:
-        start.wait()
-        return call(item)
-
-    with ThreadPoolExecutor(max_workers=len(items)) as pool:
-        return list(pool.map(one, items))
 
 
 def new_id() -> str:
