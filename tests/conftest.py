@@ -44,6 +44,13 @@ PASSAGES = [
 ]
 
 
+def clear_candor_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unset every CANDOR_* variable, so no setting from the developer's shell leaks in."""
+    for name in list(os.environ):
+        if name.startswith("CANDOR_"):
+            monkeypatch.delenv(name)
+
+
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     return Settings(

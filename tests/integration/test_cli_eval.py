@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from candor.evaluation.instruments import CountingChatModel, RecordingIndex
 from candor.evaluation.questions import Question
 from candor.evaluation.runner import evaluate_agent, prepare_settings
 from candor.settings import DEFAULT_PRICES, Settings
+from tests.conftest import clear_candor_env
 from tests.fakes import ScriptedChatModel, Stall
 
 pytestmark = pytest.mark.integration
@@ -44,9 +44,7 @@ RETRIEVAL_KEYS = {
 
 @pytest.fixture
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for name in list(os.environ):
-        if name.startswith("CANDOR_"):
-            monkeypatch.delenv(name)
+    clear_candor_env(monkeypatch)
     monkeypatch.setenv("CANDOR_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("CANDOR_EMBEDDER_BACKEND", "hashing")
     return tmp_path

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from candor.cli import main
+from tests.conftest import clear_candor_env
 from tests.pdfs import make_pdf
 
 pytestmark = pytest.mark.integration
@@ -17,9 +17,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for name in list(os.environ):
-        if name.startswith("CANDOR_"):
-            monkeypatch.delenv(name)
+    clear_candor_env(monkeypatch)
     monkeypatch.setenv("CANDOR_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("CANDOR_EMBEDDER_BACKEND", "hashing")
     folder = tmp_path / "site"

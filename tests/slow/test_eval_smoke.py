@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from candor.cli import main
+from tests.conftest import clear_candor_env
 
 pytestmark = pytest.mark.slow
 
@@ -62,9 +63,7 @@ def test_hybrid_recall_at_5_on_exact_identifier_questions(
     questions = tmp_path / "questions.jsonl"
     questions.write_text("".join(json.dumps(row) + "\n" for row in rows))
 
-    for name in list(os.environ):
-        if name.startswith("CANDOR_"):
-            monkeypatch.delenv(name)
+    clear_candor_env(monkeypatch)
     monkeypatch.setenv("CANDOR_DATA_DIR", str(ROOT / ".candor" / "test-eval"))
     out = tmp_path / "out"
     argv = ["eval", "--corpus", str(pages), "--questions", str(questions), "--out", str(out)]
