@@ -27,8 +27,8 @@ from typing import Any
 from candor.backends.dynamodb_state import DynamoDBStateStore
 from candor.backends.sqlite_state import SqliteStateStore
 from candor.ports import StateStore
-from tests.concurrency import together
-from tests.dynamodb_local import ROOT, DynamoDBLocal, client, create_state_table
+from tests.support.concurrency import together
+from tests.support.dynamodb_local import ROOT, DynamoDBLocal, client, create_state_table
 
 HOUR = 3600
 RESTART_SESSION = "restart-check-session"

@@ -14,7 +14,7 @@ from candor.backends.sqlite_state import SqliteStateStore
 from candor.deps import Deps
 from candor.settings import DEFAULT_PRICES, Settings
 from candor.types import Chunk
-from tests.fakes import ScriptedChatModel
+from tests.support.fakes import ScriptedChatModel
 
 PASSAGES = [
     Chunk(
@@ -99,7 +99,7 @@ def dynamodb_endpoint() -> Iterator[str]:
 
     Skipped where it cannot run, unless CANDOR_REQUIRE_DYNAMODB_LOCAL=1 (`make test`).
     """
-    from tests.dynamodb_local import REQUIRE_ENV, DynamoDBLocal, unavailable_reason
+    from tests.support.dynamodb_local import REQUIRE_ENV, DynamoDBLocal, unavailable_reason
 
     reason = unavailable_reason()
     if reason is not None:

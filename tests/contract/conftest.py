@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from candor.ports import Embedder, VectorIndex
-from tests.indexes import BACKENDS, vector_index
+from tests.support.indexes import BACKENDS, vector_index
 
 
 @pytest.fixture(scope="session")

@@ -22,7 +22,7 @@ from candor.deps import Deps
 from candor.factory import build_deps
 from candor.service import AskResult, ask
 from candor.settings import Settings
-from tests.api_shape import ASK_RESPONSE_KEYS
+from tests.support.api_shape import ASK_RESPONSE_KEYS
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]
 

@@ -22,7 +22,7 @@ from candor.evaluation.questions import Question
 from candor.evaluation.runner import evaluate_agent, prepare_settings
 from candor.settings import DEFAULT_PRICES, Settings
 from tests.conftest import clear_candor_env
-from tests.fakes import ScriptedChatModel, Stall
+from tests.support.fakes import ScriptedChatModel, Stall
 
 pytestmark = pytest.mark.integration
 

@@ -10,7 +10,7 @@ import pytest
 
 from candor.cli import main
 from tests.conftest import clear_candor_env
-from tests.pdfs import make_pdf
+from tests.support.pdfs import make_pdf
 
 pytestmark = pytest.mark.integration
 

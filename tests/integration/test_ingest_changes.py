@@ -22,9 +22,9 @@ from candor.ingest.pipeline import (
 )
 from candor.ports import VectorIndex
 from candor.types import Chunk
-from tests.embedders import CountingEmbedder
-from tests.indexes import BACKENDS, vector_index
-from tests.pdfs import make_pdf
+from tests.support.embedders import CountingEmbedder
+from tests.support.indexes import BACKENDS, vector_index
+from tests.support.pdfs import make_pdf
 
 pytestmark = pytest.mark.integration
 

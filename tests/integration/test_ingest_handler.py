@@ -21,8 +21,9 @@ from candor.backends.sqlite_state import SqliteStateStore
 from candor.ingest import doc_prefix
 from candor.ingest.pipeline import Chunking
 from candor.ingest.s3 import S3Ingestion, S3Reader
-from tests.embedders import CountingEmbedder
-from tests.pdfs import make_pdf
+from tests.support.embedders import CountingEmbedder
+from tests.support.lambda_ import LambdaContext, load_event, load_handler
+from tests.support.pdfs import make_pdf
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -38,28 +39,8 @@ MAX_BYTES = 50_000
 GUIDE = b"# Getting started\n\n## Install\n\nRun the installer, then open the winch panel.\n"
 
 
-def load_event(name: str) -> dict[str, Any]:
-    event: dict[str, Any] = json.loads((EVENTS / name).read_text())
-    return event
-
-
 def keys_in(event: dict[str, Any]) -> list[str]:
     return [unquote_plus(r["s3"]["object"]["key"]) for r in event["Records"]]
-
-
-def load_handler_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("ingest_app", ROOT / "functions/ingest/app.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-class Context:
-    function_name = "candor-ingest"
-    memory_limit_in_mb = 1024
-    invoked_function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:candor-ingest"
-    aws_request_id = "6f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
 
 
 @pytest.fixture
@@ -92,7 +73,7 @@ def embedder() -> CountingEmbedder:
 
 @pytest.fixture
 def app() -> ModuleType:
-    return load_handler_module()
+    return load_handler("ingest")
 
 
 @pytest.fixture
@@ -313,8 +294,8 @@ def test_the_handler_builds_its_dependencies_from_settings(
     event = load_event("s3-put.json")
     put(s3, keys_in(event)[0], GUIDE)
     try:
-        result = app.handler(event, Context())
-        again = app.handler(event, Context())
+        result = app.handler(event, LambdaContext("candor-ingest"))
+        again = app.handler(event, LambdaContext("candor-ingest"))
     finally:
         get_settings.cache_clear()
         app.ingestion.cache_clear()

@@ -17,7 +17,7 @@ from candor.graph.schemas import Grade, Triage
 from candor.ports import ChatModel, Embedder
 from candor.settings import DEFAULT_PRICES
 from candor.types import Message
-from tests.openai_server import Reply, RunningOpenAI, serve
+from tests.support.openai_server import Reply, RunningOpenAI, serve
 
 pytestmark = pytest.mark.integration
 

@@ -2,39 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
-from types import ModuleType
-from typing import Any
 
 import pytest
 
 from tests.conftest import MakeDeps
-from tests.fakes import ScriptedChatModel
+from tests.support.fakes import ScriptedChatModel
+from tests.support.lambda_ import LambdaContext, load_event, load_handler
 
 pytestmark = pytest.mark.unit
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def load_handler_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("ask_app", ROOT / "functions/ask/app.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-class Context:
-    function_name = "candor-ask"
-    memory_limit_in_mb = 1024
-    invoked_function_arn = "arn:aws:lambda:eu-west-1:123456789012:function:candor-ask"
-    aws_request_id = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
-
-
 def test_handler_answers_the_api_gateway_event(make_deps: MakeDeps) -> None:
-    module = load_handler_module()
+    module = load_handler("ask")
     chat = ScriptedChatModel(
         {
             "Triage": [{"abusive": False, "kind": "question"}],
@@ -44,9 +23,9 @@ def test_handler_answers_the_api_gateway_event(make_deps: MakeDeps) -> None:
     )
     deps = make_deps(chat)
     module.app.state.deps_provider = lambda: deps
-    event: dict[str, Any] = json.loads((ROOT / "events/ask.json").read_text())
+    event = load_event("ask.json")
 
-    response = module.handler(event, Context())
+    response = module.handler(event, LambdaContext("candor-ask"))
 
     assert response["statusCode"] == 200
     body = json.loads(response["body"])
@@ -56,13 +35,13 @@ def test_handler_answers_the_api_gateway_event(make_deps: MakeDeps) -> None:
 
 
 def test_handler_rejects_a_bad_body_with_422(make_deps: MakeDeps) -> None:
-    module = load_handler_module()
+    module = load_handler("ask")
     chat = ScriptedChatModel({})
     deps = make_deps(chat)
     module.app.state.deps_provider = lambda: deps
-    event: dict[str, Any] = json.loads((ROOT / "events/ask.json").read_text())
+    event = load_event("ask.json")
     event["body"] = json.dumps({"question": ""})
-    response = module.handler(event, Context())
+    response = module.handler(event, LambdaContext("candor-ask"))
     assert response["statusCode"] == 422
     assert "at least 1 character" in response["body"]
     assert chat.calls == []

@@ -12,7 +12,7 @@ from candor.graph import edges
 from candor.graph.state import GraphState
 from candor.service import AskResult
 from tests.conftest import MakeDeps
-from tests.fakes import ScriptedChatModel
+from tests.support.fakes import ScriptedChatModel
 
 pytestmark = pytest.mark.unit
 

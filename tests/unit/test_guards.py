@@ -23,7 +23,7 @@ from candor.deps import Deps
 from candor.errors import ModelError
 from candor.settings import DEFAULT_PRICES, Settings
 from tests.conftest import MakeDeps
-from tests.fakes import ScriptedChatModel
+from tests.support.fakes import ScriptedChatModel
 
 pytestmark = pytest.mark.unit
 

@@ -6,7 +6,7 @@ import pytest
 
 from candor.errors import IngestError
 from candor.ingest import chunk_document, load_document
-from tests.pdfs import make_pdf
+from tests.support.pdfs import make_pdf
 
 pytestmark = pytest.mark.unit
 

@@ -11,7 +11,7 @@ import pytest
 from candor.backends.sqlite_index import SqliteVectorIndex
 from candor.retrieval import diversify, rrf_fuse, search
 from candor.types import Chunk, Hit
-from tests.embedders import CountingEmbedder
+from tests.support.embedders import CountingEmbedder
 
 pytestmark = pytest.mark.unit
 

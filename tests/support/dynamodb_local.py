@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     import boto3
     from mypy_boto3_dynamodb import DynamoDBClient
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "infra" / "template.yaml"
 EMULATOR = ROOT / ".candor/dynamodb-local/node_modules/amplify-dynamodb-simulator/emulator"
 # `make test` sets this: a missing DynamoDB Local then fails the run instead of skipping.

@@ -1,0 +1,1 @@
+"""Test support: fakes that implement the ports, wire-format servers, DynamoDB Local, fixtures."""
