@@ -16,12 +16,16 @@ LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+# The layer's exact pins constrain every install, so that the tests run the very
+# versions `sam build` ships to Lambda (pyproject.toml only states ranges).
+CONSTRAINTS := layers/candor/requirements.txt
+
+$(STAMP): pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	CMAKE_BUILD_PARALLEL_LEVEL=2 CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" \
 		$(BIN)/pip install --quiet llama-cpp-python==0.3.36
-	$(BIN)/pip install --quiet -e '.[local,dev]'
+	$(BIN)/pip install --quiet -c $(CONSTRAINTS) -e '.[local,dev]'
 	$(BIN)/candor models
 	touch $@
 
@@ -55,7 +59,7 @@ dynamodb-local:
 	bash scripts/dynamodb-local.sh install
 
 test: install corpus dynamodb-local lint typecheck
-	CANDOR_REQUIRE_DYNAMODB_LOCAL=1 CANDOR_TEST_CORPUS=$(CORPUS) $(BIN)/pytest
+	CANDOR_REQUIRE_DYNAMODB_LOCAL=1 CANDOR_REQUIRE_LOCAL_MODELS=1 CANDOR_TEST_CORPUS=$(CORPUS) $(BIN)/pytest
 
 # Concurrency proofs of the guards on DynamoDB Local and SQLite; ends with `STRESS {json}`.
 stress: install dynamodb-local

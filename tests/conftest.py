@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -108,3 +109,24 @@ def dynamodb_endpoint() -> Iterator[str]:
         pytest.skip(reason)
     with DynamoDBLocal() as endpoint:
         yield endpoint
+
+
+class SocketInUnitTest(RuntimeError):
+    """A test marked `unit` tried to open a network connection; mark it `integration`."""
+
+
+@pytest.fixture(autouse=True)
+def _no_sockets_in_unit_tests(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Unit tests run in-process (ASGI clients, SQLite files): a connection attempt,
+    # even to loopback, means the test belongs in `integration`.
+    if request.node.get_closest_marker("unit") is None:
+        return
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise SocketInUnitTest(f"{request.node.nodeid} opened a socket")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)

