@@ -72,7 +72,7 @@ class Settings(BaseSettings):
     site_name: str = "this site"
     contact: str = "the site owner"
 
-    # Pricing for the trace and (later) the budget.
+    # Prices turn each call's tokens into dollars, for the trace and the spending budget.
     prices: dict[str, Price] = Field(default_factory=lambda: dict(DEFAULT_PRICES))
 
     # OpenAI (chat_backend / embedder_backend "openai"). The key comes from
