@@ -15,7 +15,7 @@ from candor.errors import ConfigurationError, StateStoreError
 from candor.factory import build_state
 from candor.ports import CacheKey, Turn
 from candor.settings import Settings
-from tests import dynamodb_local
+from tests.support import dynamodb_local
 
 pytestmark = pytest.mark.integration
 
@@ -68,6 +68,26 @@ def test_the_ask_function_is_granted_every_call_the_store_makes(
 
     assert made <= granted_state_actions("AskFunction")
     assert made == {"dynamodb:GetItem", "dynamodb:UpdateItem"}
+
+
+def test_the_ingest_function_is_granted_every_call_its_records_and_bump_make(
+    dynamodb_endpoint: str, table: str
+) -> None:
+    client = dynamodb_local.client(dynamodb_endpoint)
+    made: set[str] = set()
+
+    def record(model: Any, **_: Any) -> None:
+        made.add(f"dynamodb:{model.name}")
+
+    client.meta.events.register("before-call.dynamodb", record)
+    store = DynamoDBStateStore(table, client=client)
+
+    store.ingest_record("i", "doc.md")
+    store.set_ingest_record("i", "doc.md", "pending")
+    store.bump_corpus_version("i")
+    store.set_ingest_record("i", "doc.md", None)
+
+    assert made <= granted_state_actions("IngestFunction")
 
 
 def test_a_failure_other_than_a_condition_is_a_state_store_error(dynamodb_endpoint: str) -> None:
