@@ -1,17 +1,18 @@
 """S3 puts and deletes in the documents bucket -> the candor ingest pipeline, on AWS Lambda.
 
 Thin: parse the event with Powertools' S3Event, get the dependencies (built once
-per container), reconcile each key with the bucket (candor.ingest.s3), and log
-one line per record. A document's own fault (corrupt PDF, undecodable text, over
-the size limit) is reported and the event succeeds: retrying cannot fix it. A
-backend's fault (OpenAI, Pinecone, S3) fails the invocation after every record
-was tried, so that Lambda retries the event; the keys already done then cost a
-fetch and a listing each, no embedding.
+per container by candor.factory.build_s3_ingestion), reconcile each key with the
+bucket (candor.ingest.s3), and log one line per record. A document's own fault
+(corrupt PDF, undecodable text, over the size limit) is reported and the event
+succeeds: retrying cannot fix it. A backend's fault (OpenAI, Pinecone, S3,
+DynamoDB, the corpus-version bump included) fails the invocation after every
+record was tried, so that Lambda retries the event; the keys already completed
+then cost a record read, a listing and a fetch each, no embedding.
 """
 
 from __future__ import annotations
 
-from functools import cache, partial
+from functools import cache
 from typing import Any
 from urllib.parse import unquote_plus
 
@@ -19,8 +20,7 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.data_classes import S3Event
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from candor.ingest.pipeline import Chunking
-from candor.ingest.s3 import ObjectChange, S3Ingestion, S3Reader
+from candor.ingest.s3 import ObjectChange, S3Ingestion
 from candor.settings import get_settings
 
 logger = Logger(service="candor-ingest")
@@ -32,18 +32,9 @@ class RetryableIngestError(Exception):
 
 @cache
 def ingestion() -> S3Ingestion:
-    from candor.factory import build_embedder, build_index, build_state
+    from candor.factory import build_s3_ingestion
 
-    settings = get_settings()
-    embedder = build_embedder(settings)
-    state = build_state(settings)
-    return S3Ingestion(
-        embedder=embedder,
-        index=build_index(settings, embedder),
-        reader=S3Reader(region=settings.aws_region, max_bytes=settings.ingest_max_bytes),
-        chunking=Chunking(max_bytes=settings.ingest_max_bytes),
-        on_change=partial(state.bump_corpus_version, settings.index_name),
-    )
+    return build_s3_ingestion(get_settings())
 
 
 def changes(event: S3Event) -> list[ObjectChange]:

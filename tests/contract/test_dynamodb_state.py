@@ -70,6 +70,26 @@ def test_the_ask_function_is_granted_every_call_the_store_makes(
     assert made == {"dynamodb:GetItem", "dynamodb:UpdateItem"}
 
 
+def test_the_ingest_function_is_granted_every_call_its_records_and_bump_make(
+    dynamodb_endpoint: str, table: str
+) -> None:
+    client = dynamodb_local.client(dynamodb_endpoint)
+    made: set[str] = set()
+
+    def record(model: Any, **_: Any) -> None:
+        made.add(f"dynamodb:{model.name}")
+
+    client.meta.events.register("before-call.dynamodb", record)
+    store = DynamoDBStateStore(table, client=client)
+
+    store.ingest_record("i", "doc.md")
+    store.set_ingest_record("i", "doc.md", "pending")
+    store.bump_corpus_version("i")
+    store.set_ingest_record("i", "doc.md", None)
+
+    assert made <= granted_state_actions("IngestFunction")
+
+
 def test_a_failure_other_than_a_condition_is_a_state_store_error(dynamodb_endpoint: str) -> None:
     store = DynamoDBStateStore("no-such-table", client=dynamodb_local.client(dynamodb_endpoint))
     with pytest.raises(StateStoreError, match="ResourceNotFoundException"):

@@ -303,3 +303,51 @@ def test_concurrent_bumps_each_get_their_own_version(backend: Backend) -> None:
     versions = together(stores, lambda s: s.bump_corpus_version(index))
 
     assert sorted(versions) == list(range(1, 11))
+
+
+# Ingest completion records (candor.ingest.records).
+
+
+def test_an_ingest_record_reads_back_until_replaced_or_removed(store: StateStore) -> None:
+    index, source = new_id(), "guides/winch.md"
+    assert store.ingest_record(index, source) is None
+
+    store.set_ingest_record(index, source, "pending")
+    assert store.ingest_record(index, source) == "pending"
+    store.set_ingest_record(index, source, "a" * 64)
+    assert store.ingest_record(index, source) == "a" * 64
+
+    store.set_ingest_record(index, source, None)
+    assert store.ingest_record(index, source) is None
+    store.set_ingest_record(index, source, None)  # removing what is not there is no error
+    assert store.ingest_record(index, source) is None
+
+
+def test_ingest_records_are_kept_per_index_and_per_source(store: StateStore) -> None:
+    site_a, site_b = new_id(), new_id()
+
+    store.set_ingest_record(site_a, "doc.md", "a")
+    store.set_ingest_record(site_b, "doc.md", "b")
+    store.set_ingest_record(site_a, "doc.md.bak", "c")
+
+    assert store.ingest_record(site_a, "doc.md") == "a"
+    assert store.ingest_record(site_b, "doc.md") == "b"
+    assert store.ingest_record(site_a, "doc.md.bak") == "c"
+    assert store.ingest_record(site_b, "doc.md.bak") is None
+
+
+def test_an_ingest_record_takes_the_longest_s3_key(store: StateStore) -> None:
+    # S3 keys run to 1024 bytes of UTF-8, past DynamoDB's 1024-byte sort key once prefixed.
+    index, source = new_id(), "notes/" + "é" * 509
+    assert len(source.encode()) == 1024
+
+    store.set_ingest_record(index, source, "a")
+
+    assert store.ingest_record(index, source) == "a"
+
+
+def test_ingest_records_survive_a_new_store_instance(backend: Backend) -> None:
+    index = new_id()
+    backend.store().set_ingest_record(index, "doc.md", "a")
+
+    assert backend.store().ingest_record(index, "doc.md") == "a"

@@ -2,7 +2,9 @@
 
 Re-ingesting unchanged bytes embeds nothing; a document that shrinks keeps exactly
 its new chunks; a deleted document leaves nothing; a run that died halfway is
-redone; one bad document is reported and its neighbours are indexed.
+redone; one bad document is reported and its neighbours are indexed. Each holds
+with completion records in a state store (as `candor ingest` and the S3 function
+run) and with the index as its own evidence (as `candor eval` runs).
 """
 
 from __future__ import annotations
@@ -12,14 +14,17 @@ from pathlib import Path
 
 import pytest
 
+from candor.backends.sqlite_state import SqliteStateStore
 from candor.ingest import chunk_document, doc_prefix, load_document
 from candor.ingest.pipeline import (
     CHUNKS_KEY,
     HASH_KEY,
+    complete,
     count_documents,
     delete_document,
     ingest,
 )
+from candor.ingest.records import CompletionRecords
 from candor.ports import VectorIndex
 from candor.types import Chunk
 from tests.support.embedders import CountingEmbedder
@@ -38,6 +43,16 @@ def index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[VectorInde
 @pytest.fixture
 def embedder() -> CountingEmbedder:
     return CountingEmbedder()
+
+
+@pytest.fixture(params=["records", "index-only"])
+def records(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[CompletionRecords | None]:
+    if request.param == "index-only":
+        yield None
+        return
+    state = SqliteStateStore(tmp_path / "state.sqlite3")
+    yield CompletionRecords(state, "site")
+    state.close()
 
 
 def markdown(sections: int, *, word: str = "alpha") -> bytes:
@@ -64,15 +79,15 @@ CORPUS = [
 
 
 def test_re_ingesting_an_unchanged_corpus_embeds_no_chunk(
-    index: VectorIndex, embedder: CountingEmbedder
+    index: VectorIndex, embedder: CountingEmbedder, records: CompletionRecords | None
 ) -> None:
     # Given a corpus ingested once
-    first = ingest(CORPUS, embedder=embedder, index=index)
+    first = ingest(CORPUS, embedder=embedder, index=index, records=records)
     snapshot = index.fetch(sorted(index.list_ids()))
     embedder.reset()
 
     # When the same bytes are ingested again
-    second = ingest(CORPUS, embedder=embedder, index=index)
+    second = ingest(CORPUS, embedder=embedder, index=index, records=records)
 
     # Then nothing was embedded or written, and the report says why
     assert embedder.texts == 0
@@ -88,13 +103,13 @@ def test_re_ingesting_an_unchanged_corpus_embeds_no_chunk(
 
 
 def test_changing_one_document_re_embeds_only_that_document(
-    index: VectorIndex, embedder: CountingEmbedder
+    index: VectorIndex, embedder: CountingEmbedder, records: CompletionRecords | None
 ) -> None:
-    ingest(CORPUS, embedder=embedder, index=index)
+    ingest(CORPUS, embedder=embedder, index=index, records=records)
     embedder.reset()
     edited = [(s, d + b"\nOne more line." if s == "notes.txt" else d) for s, d in CORPUS]
 
-    report = ingest(edited, embedder=embedder, index=index)
+    report = ingest(edited, embedder=embedder, index=index, records=records)
 
     assert (report.documents_changed, report.documents_unchanged) == (1, 2)
     assert embedder.texts == report.chunks_embedded == chunk_count(edited[1][1], "notes.txt")
@@ -103,15 +118,20 @@ def test_changing_one_document_re_embeds_only_that_document(
 
 
 def test_shrinking_a_document_leaves_exactly_its_new_chunks(
-    index: VectorIndex, embedder: CountingEmbedder
+    index: VectorIndex, embedder: CountingEmbedder, records: CompletionRecords | None
 ) -> None:
     # Given a long document and a neighbour
     long, short = markdown(8), markdown(2, word="beta")
-    ingest([("doc.md", long), ("other.md", markdown(3))], embedder=embedder, index=index)
+    ingest(
+        [("doc.md", long), ("other.md", markdown(3))],
+        embedder=embedder,
+        index=index,
+        records=records,
+    )
     neighbour = ids_of(index, "other.md")
 
     # When a shorter version replaces it
-    report = ingest([("doc.md", short)], embedder=embedder, index=index)
+    report = ingest([("doc.md", short)], embedder=embedder, index=index, records=records)
 
     # Then exactly the new version's chunks remain, and the neighbour is untouched
     new_count = chunk_count(short, "doc.md")
@@ -123,36 +143,36 @@ def test_shrinking_a_document_leaves_exactly_its_new_chunks(
 
 
 def test_deleting_a_document_leaves_none_of_its_chunks(
-    index: VectorIndex, embedder: CountingEmbedder
+    index: VectorIndex, embedder: CountingEmbedder, records: CompletionRecords | None
 ) -> None:
-    ingest(CORPUS, embedder=embedder, index=index)
+    ingest(CORPUS, embedder=embedder, index=index, records=records)
     before = index.count()
     gone = len(ids_of(index, "guide.md"))
 
-    outcome = delete_document("guide.md", index=index)
+    (outcome,), _ = complete([delete_document("guide.md", index=index, records=records)], records)
 
     assert (outcome.status, outcome.deleted) == ("deleted", gone)
     assert ids_of(index, "guide.md") == []
     assert index.count() == before - gone
     assert ids_of(index, "notes.txt")
     # A second delete (a duplicate event) finds nothing and changes nothing
-    assert delete_document("guide.md", index=index).status == "absent"
+    assert delete_document("guide.md", index=index, records=records).status == "absent"
 
 
 def test_a_run_that_died_halfway_is_redone_by_the_next(
-    index: VectorIndex, embedder: CountingEmbedder
+    index: VectorIndex, embedder: CountingEmbedder, records: CompletionRecords | None
 ) -> None:
     # Given version 1, then version 2 whose ingestion failed after its first batch
-    ingest([("doc.md", markdown(3))], embedder=embedder, index=index)
+    ingest([("doc.md", markdown(3))], embedder=embedder, index=index, records=records)
     v2 = markdown(9, word="gamma")
     failing = CountingEmbedder(fail_after=4)
-    broken = ingest([("doc.md", v2)], embedder=failing, index=index, batch_size=4)
+    broken = ingest([("doc.md", v2)], embedder=failing, index=index, records=records, batch_size=4)
     assert broken.failures and broken.retryable == ["doc.md"]
     assert failing.texts == 4  # one batch of version 2 was written
 
     # When version 2 is delivered again
     embedder.reset()
-    report = ingest([("doc.md", v2)], embedder=embedder, index=index, batch_size=4)
+    report = ingest([("doc.md", v2)], embedder=embedder, index=index, records=records, batch_size=4)
 
     # Then it was redone in full (chunk 0, written last, still held version 1)
     count = chunk_count(v2, "doc.md")
@@ -163,15 +183,15 @@ def test_a_run_that_died_halfway_is_redone_by_the_next(
 
 
 def test_leftover_chunks_of_an_unchanged_document_are_pruned_without_embedding(
-    index: VectorIndex, embedder: CountingEmbedder
+    index: VectorIndex, embedder: CountingEmbedder, records: CompletionRecords | None
 ) -> None:
-    ingest([("doc.md", markdown(2))], embedder=embedder, index=index)
+    ingest([("doc.md", markdown(2))], embedder=embedder, index=index, records=records)
     count = len(ids_of(index, "doc.md"))
     leftover = Chunk(id=f"{doc_prefix('doc.md')}{count + 5}", text="stale", source="doc.md")
     index.upsert([leftover], embedder.embed([leftover.text]))
     embedder.reset()
 
-    report = ingest([("doc.md", markdown(2))], embedder=embedder, index=index)
+    report = ingest([("doc.md", markdown(2))], embedder=embedder, index=index, records=records)
 
     assert embedder.texts == 0
     assert (report.documents_unchanged, report.chunks_deleted) == (1, 1)
@@ -179,9 +199,9 @@ def test_leftover_chunks_of_an_unchanged_document_are_pruned_without_embedding(
 
 
 def test_every_chunk_carries_the_fingerprint_and_the_chunk_count(
-    index: VectorIndex, embedder: CountingEmbedder
+    index: VectorIndex, embedder: CountingEmbedder, records: CompletionRecords | None
 ) -> None:
-    ingest([("doc.md", markdown(3))], embedder=embedder, index=index)
+    ingest([("doc.md", markdown(3))], embedder=embedder, index=index, records=records)
 
     chunks = index.fetch(ids_of(index, "doc.md"))
 
@@ -190,19 +210,21 @@ def test_every_chunk_carries_the_fingerprint_and_the_chunk_count(
 
 
 def test_other_chunking_settings_re_embed_the_same_bytes(
-    index: VectorIndex, embedder: CountingEmbedder
+    index: VectorIndex, embedder: CountingEmbedder, records: CompletionRecords | None
 ) -> None:
-    ingest([("doc.md", markdown(3))], embedder=embedder, index=index)
+    ingest([("doc.md", markdown(3))], embedder=embedder, index=index, records=records)
     embedder.reset()
 
-    report = ingest([("doc.md", markdown(3))], embedder=embedder, index=index, max_chars=400)
+    report = ingest(
+        [("doc.md", markdown(3))], embedder=embedder, index=index, records=records, max_chars=400
+    )
 
     assert report.documents_changed == 1
     assert embedder.texts == report.chunks_embedded > 0
 
 
 def test_a_corrupt_pdf_is_reported_and_its_neighbours_indexed(
-    index: VectorIndex, embedder: CountingEmbedder
+    index: VectorIndex, embedder: CountingEmbedder, records: CompletionRecords | None
 ) -> None:
     documents = [
         ("before.md", markdown(1)),
@@ -211,7 +233,7 @@ def test_a_corrupt_pdf_is_reported_and_its_neighbours_indexed(
         ("after.pdf", make_pdf([["The winch coils loose lines."]], title="Winch")),
     ]
 
-    report = ingest(documents, embedder=embedder, index=index)
+    report = ingest(documents, embedder=embedder, index=index, records=records)
 
     reasons = dict(report.failures)
     assert sorted(reasons) == ["broken.pdf", "scanned.pdf"]
@@ -224,9 +246,9 @@ def test_a_corrupt_pdf_is_reported_and_its_neighbours_indexed(
 
 
 def test_an_oversized_document_is_reported_and_keeps_its_old_version(
-    index: VectorIndex, embedder: CountingEmbedder
+    index: VectorIndex, embedder: CountingEmbedder, records: CompletionRecords | None
 ) -> None:
-    ingest([("doc.md", markdown(1))], embedder=embedder, index=index)
+    ingest([("doc.md", markdown(1))], embedder=embedder, index=index, records=records)
     before = index.fetch(ids_of(index, "doc.md"))
     embedder.reset()
 
@@ -234,6 +256,7 @@ def test_an_oversized_document_is_reported_and_keeps_its_old_version(
         [("doc.md", markdown(40)), ("small.txt", b"Fits.")],
         embedder=embedder,
         index=index,
+        records=records,
         max_bytes=2_000,
     )
 
@@ -245,25 +268,23 @@ def test_an_oversized_document_is_reported_and_keeps_its_old_version(
 
 
 def test_the_corpus_version_is_bumped_once_per_run_that_changes_the_index(
-    index: VectorIndex, embedder: CountingEmbedder
+    index: VectorIndex, embedder: CountingEmbedder, tmp_path: Path
 ) -> None:
-    bumps: list[int] = []
+    state = SqliteStateStore(tmp_path / "state.sqlite3")
+    records = CompletionRecords(state, "site")
 
-    def bump() -> int:
-        bumps.append(len(bumps) + 1)
-        return bumps[-1]
-
-    first = ingest(CORPUS, embedder=embedder, index=index, on_change=bump)
-    again = ingest(CORPUS, embedder=embedder, index=index, on_change=bump)
-    shrunk = ingest([("guide.md", markdown(1))], embedder=embedder, index=index, on_change=bump)
+    first = ingest(CORPUS, embedder=embedder, index=index, records=records)
+    again = ingest(CORPUS, embedder=embedder, index=index, records=records)
+    shrunk = ingest([("guide.md", markdown(1))], embedder=embedder, index=index, records=records)
 
     assert (first.corpus_version, again.corpus_version, shrunk.corpus_version) == (1, None, 2)
-    assert bumps == [1, 2]
+    assert state.corpus_version("site") == 2
+    state.close()
 
 
 def test_documents_are_counted_by_their_id_prefixes(
-    index: VectorIndex, embedder: CountingEmbedder
+    index: VectorIndex, embedder: CountingEmbedder, records: CompletionRecords | None
 ) -> None:
-    ingest(CORPUS, embedder=embedder, index=index)
+    ingest(CORPUS, embedder=embedder, index=index, records=records)
 
     assert count_documents(index) == 3

@@ -1,9 +1,10 @@
 """The ingest Lambda handler (functions/ingest) with the real-shaped events in events/,
-S3 through moto, the HashingEmbedder (counted) and a SQLite index."""
+S3 through moto, the HashingEmbedder (counted), a SQLite index and SQLite state."""
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -18,8 +19,10 @@ from candor.backends.sqlite_index import SqliteVectorIndex
 from candor.backends.sqlite_state import SqliteStateStore
 from candor.ingest import doc_prefix
 from candor.ingest.pipeline import Chunking
+from candor.ingest.records import PENDING, CompletionRecords
 from candor.ingest.s3 import S3Ingestion, S3Reader
 from tests.support.embedders import CountingEmbedder
+from tests.support.faults import FailNth, FaultyStateStore
 from tests.support.lambda_ import LambdaContext, load_event, load_handler
 from tests.support.pdfs import make_pdf
 
@@ -65,6 +68,13 @@ def index(tmp_path: Path) -> Iterator[SqliteVectorIndex]:
 
 
 @pytest.fixture
+def state(tmp_path: Path) -> Iterator[SqliteStateStore]:
+    store = SqliteStateStore(tmp_path / "state.sqlite3")
+    yield store
+    store.close()
+
+
+@pytest.fixture
 def embedder() -> CountingEmbedder:
     return CountingEmbedder()
 
@@ -75,12 +85,15 @@ def app() -> ModuleType:
 
 
 @pytest.fixture
-def work(s3: S3Client, embedder: CountingEmbedder, index: SqliteVectorIndex) -> S3Ingestion:
+def work(
+    s3: S3Client, embedder: CountingEmbedder, index: SqliteVectorIndex, state: SqliteStateStore
+) -> S3Ingestion:
     return S3Ingestion(
         embedder=embedder,
         index=index,
         reader=S3Reader(s3, max_bytes=MAX_BYTES),
         chunking=Chunking(max_bytes=MAX_BYTES),
+        records=CompletionRecords(state, "site"),
     )
 
 
@@ -274,6 +287,28 @@ def test_a_backend_failure_fails_the_invocation_after_trying_every_record(
     assert chunk_ids(index, install)
 
 
+def test_a_failed_bump_fails_the_invocation_and_the_redelivered_event_completes_it(
+    app: ModuleType, s3: S3Client, work: S3Ingestion, state: SqliteStateStore
+) -> None:
+    # Given an upload whose corpus-version bump fails (DynamoDB throttled, say)
+    event = load_event("s3-put.json")
+    (key,) = keys_in(event)
+    put(s3, key, GUIDE)
+    faulty = FaultyStateStore(state, FailNth(1, methods={"bump_corpus_version"}))
+    failing = dataclasses.replace(work, records=CompletionRecords(faulty, "site"))
+
+    # When the handler processes it, Lambda is told to deliver it again
+    with pytest.raises(app.RetryableIngestError, match=r"guides/getting-started\.md"):
+        app.process(event, failing)
+    assert state.ingest_record("site", key) == PENDING
+
+    # And the redelivered event writes the document again and bumps the version
+    again = app.process(copy.deepcopy(event), work)
+    assert again["records"][0]["status"] == "changed"
+    assert again["summary"]["corpus_version"] == state.corpus_version("site") == 1
+    assert state.ingest_record("site", key) not in (None, PENDING)
+
+
 def test_the_handler_builds_its_dependencies_from_settings(
     app: ModuleType, s3: S3Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -305,6 +340,8 @@ def test_the_handler_builds_its_dependencies_from_settings(
     state = SqliteStateStore(tmp_path / "state.sqlite3")
     try:
         assert state.corpus_version("site-a") == 1
+        # The factory gave the function the site's completion records
+        assert state.ingest_record("site-a", keys_in(event)[0]) not in (None, PENDING)
     finally:
         state.close()
 
@@ -330,3 +367,23 @@ def test_a_folder_placeholder_is_skipped(app: ModuleType, s3: S3Client, work: S3
     put(s3, "guides/", b"")
 
     assert app.process(event, work)["records"] == []
+
+
+def test_the_factory_builds_the_functions_ingestion_with_the_sites_records(
+    tmp_path: Path,
+) -> None:
+    from candor.factory import build_s3_ingestion
+    from candor.settings import Settings
+
+    settings = Settings(
+        data_dir=tmp_path,
+        embedder_backend="hashing",
+        index_name="site-b",
+        ingest_max_bytes=1234,
+    )
+
+    work = build_s3_ingestion(settings)
+
+    assert work.records is not None and work.records.index_name == "site-b"
+    assert work.chunking.max_bytes == work.reader.max_bytes == 1234
+    assert work.embedder.name == "hashing-384"

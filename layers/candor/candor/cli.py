@@ -34,6 +34,7 @@ def _settings() -> Settings:
 def cmd_ingest(args: argparse.Namespace) -> int:
     from candor.factory import build_embedder, build_index, build_state
     from candor.ingest.pipeline import ingest, iter_paths
+    from candor.ingest.records import CompletionRecords
 
     missing = [p for p in args.paths if not p.exists()]
     if missing:
@@ -56,8 +57,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             progress=progress.update,
             max_bytes=settings.ingest_max_bytes,
             # A cached answer belongs to one corpus version: a run that changed the
-            # index bumps it (once), which retires them all.
-            on_change=lambda: state.bump_corpus_version(settings.index_name),
+            # index bumps it (once), which retires them all; then each changed
+            # document's completion record is written (candor.ingest.records).
+            records=CompletionRecords(state, settings.index_name),
         )
     finally:
         progress.close()

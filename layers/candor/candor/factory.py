@@ -6,11 +6,16 @@ costs about half a second of cold start).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from candor.deps import Deps
 from candor.errors import ConfigurationError
 from candor.ports import ChatModel, Embedder, Reranker, StateStore, VectorIndex
 from candor.secrets import api_key
 from candor.settings import Settings
+
+if TYPE_CHECKING:
+    from candor.ingest.s3 import S3Ingestion
 
 
 def openai_api_key(settings: Settings) -> str:
@@ -154,4 +159,21 @@ def build_deps(settings: Settings) -> Deps:
         index=build_index(settings, embedder),
         reranker=build_reranker(settings, embedder),
         state=build_state(settings),
+    )
+
+
+def build_s3_ingestion(settings: Settings) -> S3Ingestion:
+    """What the S3 ingest function runs: the embedder and index, a reader of the
+    documents bucket, and the completion records and corpus version in the state store."""
+    from candor.ingest.pipeline import Chunking
+    from candor.ingest.records import CompletionRecords
+    from candor.ingest.s3 import S3Ingestion, S3Reader
+
+    embedder = build_embedder(settings)
+    return S3Ingestion(
+        embedder=embedder,
+        index=build_index(settings, embedder),
+        reader=S3Reader(region=settings.aws_region, max_bytes=settings.ingest_max_bytes),
+        chunking=Chunking(max_bytes=settings.ingest_max_bytes),
+        records=CompletionRecords(build_state(settings), settings.index_name),
     )

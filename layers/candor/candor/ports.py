@@ -175,6 +175,17 @@ class StateStore(Protocol):
         """Atomically add one to the corpus version and return the new version."""
         ...
 
+    # Ingest completion records: one short string per (index, document source),
+    # whose meaning candor.ingest.records defines. Reads see every earlier write.
+
+    def ingest_record(self, index_name: str, source: str) -> str | None:
+        """The document's completion record, or None when it has none."""
+        ...
+
+    def set_ingest_record(self, index_name: str, source: str, record: str | None) -> None:
+        """Write the document's completion record; None removes it."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class RateDecision:

@@ -17,6 +17,7 @@ exactly those.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import random
@@ -296,6 +297,39 @@ class DynamoDBStateStore:
         except ClientError as error:
             raise StateStoreError(f"DynamoDB UpdateItem failed: {_code(error)}") from error
         return True
+
+    # Ingest completion records (candor.ingest.records), one item per document:
+    #     pk ingest#<index name>#<sha256(source)>, sk record; attributes record, source.
+    # The source is hashed because an S3 key may be 1024 bytes, a sort key no more;
+    # it is kept beside the record for whoever reads the table.
+
+    def ingest_record(self, index_name: str, source: str) -> str | None:
+        item = self._get(_ingest_key(index_name, source))
+        return None if item is None or "record" not in item else str(item["record"]["S"])
+
+    def set_ingest_record(self, index_name: str, source: str, record: str | None) -> None:
+        key = _ingest_key(index_name, source)
+        if record is None:
+            # UpdateItem rather than DeleteItem: the functions are granted only
+            # GetItem and UpdateItem. An item without a record reads as none.
+            self._update(
+                key,
+                "REMOVE #record SET #source = :source",
+                names={"#record": "record", "#source": "source"},
+                values={":source": _s(source)},
+            )
+            return
+        self._update(
+            key,
+            "SET #record = :record, #source = :source",
+            names={"#record": "record", "#source": "source"},
+            values={":record": _s(record), ":source": _s(source)},
+        )
+
+
+def _ingest_key(index_name: str, source: str) -> dict[str, AttributeValueTypeDef]:
+    digest = hashlib.sha256(source.encode("utf-8")).hexdigest()
+    return _key(f"ingest#{index_name}#{digest}", "record")
 
 
 def _code(error: ClientError) -> str:

@@ -75,6 +75,7 @@ class SqliteStateStore:
         self._db = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.executescript(SCHEMA)
+        self._db.executescript(INGEST_RECORDS_SCHEMA)
         self._lock = threading.Lock()
         self._writes = 0
 
@@ -248,3 +249,40 @@ class SqliteStateStore:
     def _purge(self, now: float) -> None:
         for table in ("rate_windows", "ledgers", "answer_cache"):
             self._db.execute(f"DELETE FROM {table} WHERE expires_at < ?", (now,))
+
+    # Ingest completion records (candor.ingest.records).
+
+    def ingest_record(self, index_name: str, source: str) -> str | None:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT record FROM ingest_records WHERE index_name = ? AND source = ?",
+                (index_name, source),
+            ).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_ingest_record(self, index_name: str, source: str, record: str | None) -> None:
+        if record is None:
+            self._write(
+                "DELETE FROM ingest_records WHERE index_name = ? AND source = ? RETURNING source",
+                (index_name, source),
+            )
+            return
+        self._write(
+            """
+            INSERT INTO ingest_records (index_name, source, record) VALUES (?, ?, ?)
+            ON CONFLICT (index_name, source) DO UPDATE SET record = excluded.record
+            RETURNING source
+            """,
+            (index_name, source, record),
+        )
+
+
+# Kept apart from SCHEMA so that the tables of each feature stay in one place.
+INGEST_RECORDS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS ingest_records (
+    index_name TEXT NOT NULL,
+    source TEXT NOT NULL,
+    record TEXT NOT NULL,
+    PRIMARY KEY (index_name, source)
+) WITHOUT ROWID;
+"""

@@ -15,6 +15,7 @@ from candor.ingest.pipeline import (
     Chunking,
     IngestReport,
     Outcome,
+    complete,
     count_documents,
     delete_document,
     embedding_text,
@@ -22,16 +23,19 @@ from candor.ingest.pipeline import (
     ingest_document,
     iter_paths,
 )
+from candor.ingest.records import CompletionRecords
 
 __all__ = [
     "SUPPORTED_EXTENSIONS",
     "Chunking",
+    "CompletionRecords",
     "Document",
     "IngestReport",
     "Outcome",
     "Section",
     "chunk_document",
     "chunk_id",
+    "complete",
     "count_documents",
     "delete_document",
     "doc_prefix",

@@ -12,6 +12,9 @@ off from the option's name.
 
 A passage's text holds neither the document title nor its own heading path: those
 are separate fields of the Chunk, which the index ranks and the embedder sees.
+Both are capped in UTF-8 bytes, as the text is capped at `max_chars`, so that a
+chunk's stored fields stay far below Pinecone's 40 KB of metadata per vector
+whatever the document holds: a 50 KB heading line is cut, not refused.
 """
 
 from __future__ import annotations
@@ -25,6 +28,11 @@ from candor.ingest.loaders import Document
 from candor.types import Chunk
 
 HEADING_SEPARATOR = " > "
+# A real title or heading path is well under these; a longer one is an accident of
+# the source (a whole paragraph marked up as a heading) and is cut with an ellipsis.
+MAX_TITLE_BYTES = 512
+MAX_HEADING_BYTES = 1024
+ELLIPSIS = "\u2026"
 
 _PARAGRAPH = re.compile(r"\n(?:[ \t]*\n)+")
 # After sentence punctuation, or at a line break (lines of code or of a list).
@@ -57,16 +65,30 @@ def chunk_document(doc: Document, *, max_chars: int = 800, overlap: int = 100) -
     packer = _Packer(max_chars, overlap)
     passage, _ = packer.siblings((), _Open(), _tree(doc))
     packer.close(passage)
+    title = cap_bytes(doc.title, MAX_TITLE_BYTES)
     return [
         Chunk(
             id=chunk_id(doc.source, index),
             text=text,
             source=doc.source,
-            title=doc.title,
-            heading=HEADING_SEPARATOR.join(path),
+            title=title,
+            heading=cap_bytes(HEADING_SEPARATOR.join(path), MAX_HEADING_BYTES),
         )
         for index, (path, text) in enumerate(packer.passages)
     ]
+
+
+def cap_bytes(text: str, limit: int) -> str:
+    """`text` if its UTF-8 encoding fits in `limit` bytes, else its longest prefix
+    that fits with an ellipsis after it (cut between characters, never inside one)."""
+    encoded = text.encode("utf-8")
+    if len(encoded) <= limit:
+        return text
+    room = limit - len(ELLIPSIS.encode("utf-8"))
+    if room <= 0:
+        raise ValueError(f"a limit of {limit} bytes leaves no room for text")
+    # errors="ignore" drops the partial character a byte cut may leave at the end.
+    return encoded[:room].decode("utf-8", errors="ignore").rstrip() + ELLIPSIS
 
 
 # -- the section tree -------------------------------------------------------------

@@ -5,26 +5,37 @@ from a folder (`candor ingest`) and the Pinecone index from S3 events.
 
 What it guarantees, whatever the order or repetition of its inputs:
 - Ids are `md5(source)-chunkIndex`, so a new version overwrites the old in place.
-- Unchanged bytes cost no embedding and no write. Every chunk carries the
-  document's fingerprint (`doc_hash`: its bytes, the pipeline version, the
-  chunking and the embedder) and chunk count; when chunk 0 holds the same
-  fingerprint and the index holds exactly the chunks that version had, the
-  document is skipped. Chunk 0 is written last, so its fingerprint means that
-  the whole version is in: a run that died halfway leaves an old fingerprint
-  behind, and the next delivery redoes the work. (On an eventually consistent
-  index such as Pinecone, a duplicate that arrives within moments of the first
-  delivery may not see its writes yet and embed again; the index ends the same.)
+- Writes converge under faults. Given completion records (candor.ingest.records;
+  `candor ingest` and the S3 function always give them), a document counts as
+  unchanged only when its record holds its fingerprint (its bytes, the pipeline
+  version, the chunking and the embedder) and the index still holds its chunks.
+  The record is written last, after every chunk of every index and after the
+  corpus-version bump, so a run that failed anywhere (a sparse write after the
+  dense one, the bump itself) is redone in full, bump included, by the next.
+  Without records (an index of one's own, as `candor eval` builds) the index is
+  its own evidence: every chunk carries the fingerprint and the chunk count, and
+  chunk 0 is written last, so its fingerprint says the whole version is in.
+- Unchanged bytes cost no embedding and no write.
 - A version with fewer chunks leaves no stale tail: the document's ids are listed
   by its prefix and the ones past the new count are deleted, after the new
   chunks are in (a crash in between leaves extra chunks, never a missing document).
 - A deleted document leaves nothing: every id under its prefix is deleted.
-- One bad document (unsupported, undecodable, oversized, a PDF with no text) is
-  recorded with its reason and changes nothing in the index; the others go on.
+- One bad document is recorded with its reason and the others go on. Failures are
+  classed by where they happen. Reading and chunking the bytes is a pure function
+  of them, so whatever fails there (unsupported, undecodable, oversized, a PDF with
+  no text, a loader's own exception) is the document's fault and is not retried:
+  the same bytes would fail the same way. Everything else is a call to a backend
+  (the embedder, the index, the state store), and any exception there, a bare one
+  included, is retryable. Titles and headings are capped in bytes when chunking
+  (candor.ingest.chunking), and a chunk too large for any index is refused before
+  it is embedded, so no document can fail in a backend for its own size.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import json
 import logging
 import os
 import time
@@ -36,6 +47,7 @@ from typing import Any, Literal
 from candor.errors import CandorError, IngestError, ModelError
 from candor.ingest.chunking import chunk_document, doc_prefix
 from candor.ingest.loaders import is_supported, load_document
+from candor.ingest.records import CompletionRecords
 from candor.ports import Embedder, VectorIndex
 from candor.types import Chunk
 
@@ -43,9 +55,16 @@ logger = logging.getLogger(__name__)
 
 # Part of every document fingerprint: bump it when the loaders or the chunker
 # change what the same bytes become, so that the next ingest redoes every document.
-PIPELINE_VERSION = "1"
+# 2: titles and headings capped in bytes.
+PIPELINE_VERSION = "2"
 HASH_KEY = "doc_hash"
 CHUNKS_KEY = "doc_chunks"
+# The most a chunk's stored fields (text, source, title, heading, metadata, as
+# JSON) may take. Pinecone keeps them as metadata, at most 40 KB per vector, and
+# adds its own keys; the other backends take more. The chunker's caps keep real
+# chunks far below this; a larger one is refused as the document's fault before
+# anything is embedded, rather than failing in the index on every delivery.
+MAX_CHUNK_BYTES = 32 * 1024
 
 Status = Literal["changed", "unchanged", "deleted", "absent", "failed"]
 
@@ -56,9 +75,11 @@ class Outcome:
 
     changed: a new version was embedded and written; unchanged: the index already
     held this version; deleted: its chunks were removed; absent: a delete found
-    nothing to remove; failed: nothing in the index changed, see `reason`.
-    `retryable` marks failures of a backend (a model, the index, storage) rather
-    than of the document, which a later attempt may get past.
+    nothing to remove; failed: the document is not in the index as given, see
+    `reason` (a failure in a backend may leave part of a new version written,
+    which the next delivery completes). `retryable` marks failures of a backend
+    (a model, the index, storage) rather than of the document, which a later
+    attempt may get past.
     """
 
     source: str
@@ -69,6 +90,10 @@ class Outcome:
     deleted: int = 0
     reason: str = ""
     retryable: bool = False
+    # The version written, and whether the index changed for it under a PENDING
+    # completion record that the end of the run must complete (candor.ingest.records).
+    fingerprint: str = ""
+    unrecorded: bool = False
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -82,6 +107,12 @@ class Outcome:
         if self.status == "failed":
             data |= {"reason": self.reason, "retryable": self.retryable}
         return data
+
+    def incomplete(self, reason: str) -> Outcome:
+        """This outcome, written to the index but not completed: a retryable failure."""
+        return dataclasses.replace(
+            self, status="failed", reason=reason, retryable=True, unrecorded=False
+        )
 
 
 @dataclass
@@ -101,6 +132,13 @@ class IngestReport:
     corpus_version: int | None = None  # after the bump, when the run changed anything
     seconds: float = 0.0
 
+    @classmethod
+    def of(cls, outcomes: Iterable[Outcome], *, corpus_version: int | None = None) -> IngestReport:
+        report = cls(corpus_version=corpus_version)
+        for outcome in outcomes:
+            report.add(outcome)
+        return report
+
     @property
     def documents(self) -> int:
         """Documents that are in the index as they were given (changed or unchanged)."""
@@ -109,10 +147,6 @@ class IngestReport:
     @property
     def deleted(self) -> int:
         return self.chunks_deleted
-
-    @property
-    def changed_anything(self) -> bool:
-        return bool(self.documents_changed or self.documents_deleted or self.chunks_deleted)
 
     def add(self, outcome: Outcome) -> None:
         self.documents_seen += 1
@@ -164,6 +198,16 @@ class Chunking:
     batch_size: int = 64  # texts per embedding call and chunks per upsert
     max_bytes: int | None = None  # a larger document is a failure, not read
 
+    def __post_init__(self) -> None:
+        # Checked here, once, so that a bad setting fails the run at its start
+        # instead of failing every document as if each were at fault.
+        if self.max_chars < 1:
+            raise ValueError(f"max_chars must be positive, not {self.max_chars}")
+        if not 0 <= self.overlap < self.max_chars:
+            raise ValueError(f"overlap must be in [0, max_chars), not {self.overlap}")
+        if self.batch_size < 1:
+            raise ValueError(f"batch_size must be positive, not {self.batch_size}")
+
 
 def embedding_text(chunk: Chunk) -> str:
     """What the embedder sees: "title — heading" on a line, then the passage.
@@ -205,35 +249,81 @@ def ingest_document(
     *,
     embedder: Embedder,
     index: VectorIndex,
+    records: CompletionRecords | None = None,
     chunking: Chunking = Chunking(),
     media_type: str | None = None,
 ) -> Outcome:
-    """Bring one document's chunks in the index up to `data`; a failure is an Outcome too."""
+    """Bring one document's chunks in the index up to `data`; a failure is an Outcome too.
+
+    With `records`, a changed document's completion record is left PENDING: the
+    caller completes it with `complete` once the run is over.
+    """
     try:
-        return _ingest_one(source, data, embedder, index, chunking, media_type)
+        return _ingest_one(source, data, embedder, index, records, chunking, media_type)
     except IngestError as e:
         logger.warning("not ingested: %s", e)
         return Outcome(source, "failed", reason=str(e))
-    except CandorError as e:
-        logger.warning("not ingested: %s: %s", source, e)
-        return Outcome(source, "failed", reason=str(e), retryable=True)
     except Exception as e:
-        # A bug or a backend's own exception: still one document's failure, so
-        # the rest of the batch goes on, but with the traceback in the log.
+        # Past reading the document, every step is a backend's (the embedder, the
+        # index, the state store), and an outage there may pass: retryable, with
+        # the traceback in the log in case it is a bug.
         logger.exception("not ingested: %s", source)
-        return Outcome(source, "failed", reason=f"{type(e).__name__}: {e}", retryable=True)
+        return Outcome(source, "failed", reason=describe(e), retryable=True)
 
 
-def delete_document(source: str, *, index: VectorIndex) -> Outcome:
+def delete_document(
+    source: str, *, index: VectorIndex, records: CompletionRecords | None = None
+) -> Outcome:
     """Remove every chunk of `source` (found by its id prefix: serverless Pinecone
-    cannot delete by metadata)."""
+    cannot delete by metadata). With `records`, its record stays PENDING until the
+    caller's `complete`, so a delete whose bump failed is redone, not taken as done."""
     try:
+        record = records.record(source) if records is not None else None
         ids = list(index.list_ids(doc_prefix(source)))
+        if not ids and record is None:
+            return Outcome(source, "absent")
+        if records is not None:
+            records.begin(source)
         deleted = index.delete(ids) if ids else 0
     except Exception as e:
         logger.exception("not deleted: %s", source)
-        return Outcome(source, "failed", reason=f"{type(e).__name__}: {e}", retryable=True)
-    return Outcome(source, "deleted" if deleted else "absent", deleted=deleted)
+        return Outcome(source, "failed", reason=describe(e), retryable=True)
+    if not deleted and records is None:
+        return Outcome(source, "absent")
+    return Outcome(source, "deleted", deleted=deleted, unrecorded=records is not None)
+
+
+def complete(
+    outcomes: Sequence[Outcome], records: CompletionRecords | None
+) -> tuple[list[Outcome], int | None]:
+    """End a run: bump the corpus version once if the run changed the index, then
+    write the completion record of every document it changed (in that order; see
+    candor.ingest.records). Returns the outcomes as they end, and the new corpus
+    version. A document whose bump or record failed ends as a retryable failure:
+    its writes are in the index, and the next delivery redoes them and the bump.
+    """
+    done = list(outcomes)
+    if records is None or not any(outcome.unrecorded for outcome in done):
+        return done, None
+    try:
+        version = records.bump()
+    except Exception as e:
+        logger.exception("corpus version not bumped")
+        reason = f"written, but the corpus version was not bumped: {describe(e)}"
+        return [o.incomplete(reason) if o.unrecorded else o for o in done], None
+    for i, outcome in enumerate(done):
+        if not outcome.unrecorded:
+            continue
+        try:
+            records.complete(
+                outcome.source, None if outcome.status == "deleted" else outcome.fingerprint
+            )
+        except Exception as e:
+            logger.exception("completion not recorded: %s", outcome.source)
+            done[i] = outcome.incomplete(f"written, but not recorded as complete: {describe(e)}")
+            continue
+        done[i] = dataclasses.replace(outcome, unrecorded=False)
+    return done, version
 
 
 def ingest(
@@ -241,38 +331,35 @@ def ingest(
     *,
     embedder: Embedder,
     index: VectorIndex,
+    records: CompletionRecords | None = None,
     batch_size: int = 64,
     progress: Callable[[int], object] | None = None,
     max_chars: int = 800,
     overlap: int = 100,
     max_bytes: int | None = None,
-    on_change: Callable[[], int] | None = None,
 ) -> IngestReport:
     """Ingest each (source, bytes); a failing document is recorded, not fatal.
 
     `progress` is called with 1 after each document, ingested or failed (a bar of
     documents is the one whose total a caller knows before it starts).
-    `on_change` runs once at the end if the run changed the index (it bumps the
-    corpus version that cached answers are keyed on); its result is reported.
+    `records` keep the completion records and the corpus version that cached
+    answers are keyed on; a run that changed the index bumps it once, at the end.
     """
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be positive, not {batch_size}")
     chunking = Chunking(max_chars, overlap, batch_size, max_bytes)
     started = time.perf_counter()
-    report = IngestReport()
+    outcomes: list[Outcome] = []
     for source, data in documents:
-        report.add(ingest_document(source, data, embedder=embedder, index=index, chunking=chunking))
+        outcomes.append(
+            ingest_document(
+                source, data, embedder=embedder, index=index, records=records, chunking=chunking
+            )
+        )
         if progress is not None:
             progress(1)
-    finish(report, on_change)
+    done, version = complete(outcomes, records)
+    report = IngestReport.of(done, corpus_version=version)
     report.seconds = time.perf_counter() - started
     return report
-
-
-def finish(report: IngestReport, on_change: Callable[[], int] | None) -> None:
-    """Bump the corpus version once if the run changed the index."""
-    if on_change is not None and report.changed_anything:
-        report.corpus_version = on_change()
 
 
 def count_documents(index: VectorIndex) -> int:
@@ -280,11 +367,17 @@ def count_documents(index: VectorIndex) -> int:
     return len({cid.rpartition("-")[0] for cid in index.list_ids()})
 
 
+def describe(error: Exception) -> str:
+    """An error as a failure's reason: candor's own say what they are."""
+    return str(error) if isinstance(error, CandorError) else f"{type(error).__name__}: {error}"
+
+
 def _ingest_one(
     source: str,
     data: bytes,
     embedder: Embedder,
     index: VectorIndex,
+    records: CompletionRecords | None,
     chunking: Chunking,
     media_type: str | None,
 ) -> Outcome:
@@ -296,23 +389,32 @@ def _ingest_one(
     prefix = doc_prefix(source)
     version = fingerprint(data, embedder=embedder, chunking=chunking, media_type=media_type)
     existing = list(index.list_ids(prefix))
-    held = _held_version(index, prefix, existing, version)
+    complete_before = records is None or records.record(source) == version
+    held = _held_version(index, prefix, existing, version) if complete_before else None
     if held is not None:
         # The index has this version; only ids left over from a run that died
         # between writing and pruning (or from a duplicate racing it) go.
         stale = [cid for cid in existing if cid not in held]
-        deleted = index.delete(stale) if stale else 0
-        return Outcome(source, "unchanged", chunks=len(held), deleted=deleted)
+        if not stale:
+            return Outcome(source, "unchanged", chunks=len(held))
+        if records is not None:
+            records.begin(source)
+        deleted = index.delete(stale)
+        return Outcome(
+            source,
+            "unchanged",
+            chunks=len(held),
+            deleted=deleted,
+            fingerprint=version,
+            unrecorded=records is not None,
+        )
 
-    document = load_document(data, source, media_type=media_type)
-    chunks = chunk_document(document, max_chars=chunking.max_chars, overlap=chunking.overlap)
-    if not chunks:
-        # Most likely a page whose text the loader stripped as furniture: say so
-        # rather than silently dropping the document's old chunks.
-        raise IngestError(f"{source}: no text to index")
+    chunks = _read_chunks(source, data, chunking, media_type)
     marks: dict[str, str | int] = {HASH_KEY: version, CHUNKS_KEY: len(chunks)}
     chunks = [_marked(chunk, marks) for chunk in chunks]
-    # Chunk 0 goes last: its fingerprint says the whole version is written.
+    if records is not None:
+        records.begin(source)
+    # Chunk 0 goes last: without records, its fingerprint says the whole version is written.
     order = chunks[1:] + chunks[:1]
     upserted = 0
     for start in range(0, len(order), chunking.batch_size):
@@ -334,7 +436,49 @@ def _ingest_one(
         embedded=len(chunks),
         upserted=upserted,
         deleted=deleted,
+        fingerprint=version,
+        unrecorded=records is not None,
     )
+
+
+def _read_chunks(
+    source: str, data: bytes, chunking: Chunking, media_type: str | None
+) -> list[Chunk]:
+    """The document's chunks. A pure function of the bytes: whatever fails here is
+    the document's fault (an IngestError), since the same bytes fail the same way."""
+    try:
+        document = load_document(data, source, media_type=media_type)
+        chunks = chunk_document(document, max_chars=chunking.max_chars, overlap=chunking.overlap)
+    except IngestError:
+        raise
+    except Exception as e:
+        # A loader's or the chunker's own exception: perhaps a bug, so with the
+        # traceback, but retrying the same bytes cannot get past it.
+        logger.exception("cannot read %s", source)
+        raise IngestError(f"{source}: cannot be read ({type(e).__name__}: {e})") from e
+    if not chunks:
+        # Most likely a page whose text the loader stripped as furniture: say so
+        # rather than silently dropping the document's old chunks.
+        raise IngestError(f"{source}: no text to index")
+    for chunk in chunks:
+        size = _stored_bytes(chunk)
+        if size > MAX_CHUNK_BYTES:
+            raise IngestError(
+                f"{source}: passage {chunk.id} takes {size} bytes, over the {MAX_CHUNK_BYTES} "
+                "an index can store per passage"
+            )
+    return chunks
+
+
+def _stored_bytes(chunk: Chunk) -> int:
+    fields = {
+        "text": chunk.text,
+        "source": chunk.source,
+        "title": chunk.title,
+        "heading": chunk.heading,
+        **chunk.metadata,
+    }
+    return len(json.dumps(fields, ensure_ascii=False).encode("utf-8"))
 
 
 def _held_version(

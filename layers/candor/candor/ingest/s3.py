@@ -6,13 +6,15 @@ followed it, or twice. So each key is reconciled with the bucket as it is when
 the event is handled: an object that exists is ingested from its current bytes
 (the content fingerprint makes a repeat free), and a key with no object has its
 chunks deleted. Applying the same event twice, or two events in either order,
-leaves the index as the bucket is.
+leaves the index as the bucket is. The keys of one event are one run: the corpus
+version is bumped once after all of them, then their completion records are
+written (candor.ingest.records), so a retried event redoes what did not complete.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -22,10 +24,12 @@ from candor.ingest.pipeline import (
     Chunking,
     IngestReport,
     Outcome,
+    complete,
     delete_document,
-    finish,
+    describe,
     ingest_document,
 )
+from candor.ingest.records import CompletionRecords
 from candor.ports import Embedder, VectorIndex
 
 if TYPE_CHECKING:
@@ -115,17 +119,18 @@ class SyncResult:
 
 @dataclass
 class S3Ingestion:
-    """What the ingest function needs: the ports, a reader, and how to chunk."""
+    """What the ingest function needs: the ports, a reader, how to chunk, and where
+    the completion records and the corpus version are kept (None: nowhere)."""
 
     embedder: Embedder
     index: VectorIndex
     reader: S3Reader
     chunking: Chunking = field(default_factory=Chunking)
-    on_change: Callable[[], int] | None = None  # bumps the corpus version
+    records: CompletionRecords | None = None
 
     def apply(self, changes: Sequence[ObjectChange]) -> SyncResult:
         """Reconcile each key named by `changes` (once per key, in event order)."""
-        result = SyncResult(IngestReport())
+        outcomes: list[Outcome] = []
         seen: set[tuple[str, str]] = set()
         for change in changes:
             # "folder/" placeholders (the S3 console's "Create folder") hold nothing.
@@ -134,10 +139,9 @@ class S3Ingestion:
             seen.add((change.bucket, change.key))
             outcome = self._reconcile(change)
             logger.debug("%s %s: %s", change.event, change.key, outcome.status)
-            result.outcomes.append(outcome)
-            result.report.add(outcome)
-        finish(result.report, self.on_change)
-        return result
+            outcomes.append(outcome)
+        done, version = complete(outcomes, self.records)
+        return SyncResult(IngestReport.of(done, corpus_version=version), done)
 
     def _reconcile(self, change: ObjectChange) -> Outcome:
         try:
@@ -146,14 +150,15 @@ class S3Ingestion:
             return Outcome(change.key, "failed", reason=str(e))
         except Exception as e:  # S3 throttling, a network error: another try may work
             logger.exception("cannot read s3://%s/%s", change.bucket, change.key)
-            return Outcome(change.key, "failed", reason=f"{type(e).__name__}: {e}", retryable=True)
+            return Outcome(change.key, "failed", reason=describe(e), retryable=True)
         if document is None:
-            return delete_document(change.key, index=self.index)
+            return delete_document(change.key, index=self.index, records=self.records)
         return ingest_document(
             change.key,
             document.data,
             embedder=self.embedder,
             index=self.index,
+            records=self.records,
             chunking=self.chunking,
             media_type=document.media_type,
         )
