@@ -76,3 +76,12 @@ def test_cite_keeps_markers_of_given_passages_and_renumbers_them() -> None:
     answer, citations = cite("Amend it [2]. Not [7].", PASSAGES)
     assert answer == "Amend it [1]. Not."
     assert [c.id for c in citations] == ["p-1"]
+
+
+def test_a_citation_of_a_pdf_passage_names_its_page() -> None:
+    pdf = Hit(Chunk("d-7", "Run apt-get update first.", "guide.pdf", metadata={"page": 12}), 0.0)
+
+    _, (from_pdf, from_html) = cite("Update first [1]. Amend later [2].", [pdf, PASSAGES[1]])
+
+    assert from_pdf.page == 12
+    assert from_html.page is None

@@ -33,6 +33,10 @@ class CitationOut(BaseModel):
     source: str
     title: str
     snippet: str
+    page: int | None = Field(
+        default=None,
+        description="For a PDF, the page the passage starts on: link to `source#page=N`.",
+    )
 
 
 class TraceStepOut(BaseModel):

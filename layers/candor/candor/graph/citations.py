@@ -97,7 +97,7 @@ def with_attribution(
 
 def citation(hit: Hit) -> Citation:
     chunk = hit.chunk
-    return Citation(chunk.id, chunk.source, chunk.title, _snippet(chunk.text))
+    return Citation(chunk.id, chunk.source, chunk.title, _snippet(chunk.text), chunk.page)
 
 
 def _snippet(text: str) -> str:
