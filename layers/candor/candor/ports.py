@@ -93,13 +93,22 @@ class VectorIndex(Protocol):
     def count(self) -> int: ...
 
 
+@dataclass(frozen=True, slots=True)
+class Reranked:
+    """One score per passage, in the order given (higher is more relevant), and
+    what the call cost: a hosted reranker is billed per request."""
+
+    scores: list[float]
+    usage: Usage
+
+
 @runtime_checkable
 class Reranker(Protocol):
-    """Scores passages against a query; higher is more relevant."""
+    """Scores passages against a query."""
 
     name: str
 
-    def rerank(self, query: str, passages: Sequence[Chunk]) -> list[float]: ...
+    def rerank(self, query: str, passages: Sequence[Chunk]) -> Reranked: ...
 
 
 SessionStatus = Literal["active", "warned", "ended"]

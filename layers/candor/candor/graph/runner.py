@@ -12,8 +12,8 @@ from pydantic import BaseModel
 from candor.deps import Deps
 from candor.graph import edges, nodes
 from candor.graph.state import GraphState, TraceStep, Update
-from candor.ports import ChatModel, Structured, Text
-from candor.types import NO_USAGE, Message, Usage
+from candor.ports import ChatModel, Reranked, Reranker, Structured, Text
+from candor.types import NO_USAGE, Chunk, Message, Usage
 
 NodeFn = Callable[[GraphState, Deps], Awaitable[Update]]
 M = TypeVar("M", bound=BaseModel)
@@ -57,6 +57,25 @@ class MeteredChatModel:
         return result
 
 
+class MeteredReranker:
+    """Wraps the reranker to add up what the calls of one node cost (a hosted
+    reranker is billed per request), so that the retrieve step's cost says so."""
+
+    def __init__(self, inner: Reranker) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.usage = NO_USAGE
+
+    def take(self) -> Usage:
+        usage, self.usage = self.usage, NO_USAGE
+        return usage
+
+    def rerank(self, query: str, passages: Sequence[Chunk]) -> Reranked:
+        result = self.inner.rerank(query, passages)
+        self.usage = self.usage + result.usage
+        return result
+
+
 def next_node(current: str, state: GraphState, max_attempts: int) -> str:
     match current:
         case "moderate":
@@ -79,7 +98,8 @@ async def run(state: GraphState, deps: Deps) -> GraphState:
     """Run the graph from moderate to END and return the final state with its trace."""
     max_attempts = deps.settings.max_attempts
     metered = MeteredChatModel(deps.chat)
-    node_deps = dataclasses.replace(deps, chat=metered)
+    reranker = MeteredReranker(deps.reranker) if deps.reranker is not None else None
+    node_deps = dataclasses.replace(deps, chat=metered, reranker=reranker)
     trace: list[TraceStep] = []
     current = "moderate"
     for _ in range(3 + MAX_STEPS_PER_ATTEMPT * max_attempts):
@@ -88,7 +108,7 @@ async def run(state: GraphState, deps: Deps) -> GraphState:
         started = time.perf_counter()
         update = await NODES[current](state, node_deps)
         ms = (time.perf_counter() - started) * 1000
-        usage = metered.take()
+        usage = metered.take() + (reranker.take() if reranker is not None else NO_USAGE)
         trace.append(
             TraceStep(current, round(ms, 2), usage.tokens_in, usage.tokens_out, usage.cost_usd)
         )
