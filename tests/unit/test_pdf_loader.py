@@ -92,9 +92,12 @@ def test_documents_without_pages_have_no_page() -> None:
 
 
 def test_outline_entries_on_one_page_each_get_their_own_text() -> None:
-    # Given two headings on one page, each on a line of its own before its text
+    # Given headings on one page, each on a line of its own (numbered on it or above it)
     data = make_pdf(
-        [["Preface text."], ["1.1 Winch", "Winch text.", "1.2 Line", "Line text."]],
+        [
+            ["Preface text."],
+            ["Chapter 1", "Winch", "Winch text.", "1.1 Line", "Line text."],
+        ],
         outline=[("Winch", 1), ("Line", 1)],
     )
 

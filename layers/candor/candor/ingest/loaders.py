@@ -589,16 +589,20 @@ def _without_running_lines(pages: list[str]) -> list[str]:
 
 def _heading_line(text: str, heading: str, offset: int) -> tuple[int, int] | None:
     """(start, end) of the first line at or after `offset` that is the heading, with
-    at most a section number before it ("1.1.3 The root account"), or None."""
+    at most a section number before it ("1.1.3 The root account") or on the line
+    above ("Chapter 1"), or None."""
     wanted = heading.casefold()
     position = offset
+    previous: tuple[int, str] | None = None  # the line above: its start and text
     for line in text[offset:].split("\n"):
         end = position + len(line)
         flat = _collapse(line).casefold()
         if flat.endswith(wanted):
             prefix = flat[: len(flat) - len(wanted)].strip()
             if not prefix or _HEADING_NUMBER.fullmatch(prefix):
-                return position, end
+                numbered = previous is not None and _HEADING_NUMBER.fullmatch(previous[1])
+                return (previous[0] if previous and numbered else position), end
+        previous = (position, _collapse(line))
         position = end + 1
     return None
 
