@@ -7,6 +7,7 @@ from functools import cache
 from fastapi import FastAPI
 
 from candor.api.app import create_app
+from candor.api.widget import with_widget
 from candor.deps import Deps
 from candor.settings import Settings
 
@@ -18,4 +19,4 @@ def create_local_app(settings: Settings) -> FastAPI:
 
         return build_deps(settings)
 
-    return create_app(provider)
+    return with_widget(create_app(provider))
