@@ -13,7 +13,8 @@ SHARED_EVAL ?= ../shared/eval
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON \
 	-DGGML_F16C=ON -DGGML_BMI2=ON -DLLAVA_BUILD=OFF
 
-.PHONY: install demo serve test lint typecheck unit corpus test-pdf bench eval clean dynamodb-local stress
+.PHONY: install demo serve test lint typecheck unit corpus test-pdf bench eval clean dynamodb-local stress \
+	browser-deps
 
 install: $(STAMP)
 
@@ -32,6 +33,7 @@ $(STAMP): pyproject.toml $(CONSTRAINTS)
 
 demo: install
 	$(BIN)/candor ingest docs
+	@echo "candor demo: open http://127.0.0.1:8000/ in a browser and ask the widget (bottom right)"
 	$(BIN)/candor serve --host 127.0.0.1 --port 8000
 
 serve: install
@@ -66,9 +68,14 @@ unit: install
 dynamodb-local:
 	bash scripts/dynamodb-local.sh install
 
-test: install corpus test-pdf dynamodb-local lint typecheck
-	CANDOR_REQUIRE_DYNAMODB_LOCAL=1 CANDOR_REQUIRE_LOCAL_MODELS=1 CANDOR_TEST_CORPUS=$(CORPUS) \
-		CANDOR_TEST_PDF=$(TEST_PDF) $(BIN)/pytest
+# The widget's browser tests: Debian's chromium (apt-get) and axe-core (npm, into
+# .candor/axe-core), each installed when missing. Never `playwright install`.
+browser-deps:
+	bash scripts/browser-deps.sh
+
+test: install corpus test-pdf dynamodb-local browser-deps lint typecheck
+	CANDOR_REQUIRE_DYNAMODB_LOCAL=1 CANDOR_REQUIRE_LOCAL_MODELS=1 CANDOR_REQUIRE_BROWSER=1 \
+		CANDOR_TEST_CORPUS=$(CORPUS) CANDOR_TEST_PDF=$(TEST_PDF) $(BIN)/pytest
 
 # Concurrency proofs of the guards on DynamoDB Local and SQLite; ends with `STRESS {json}`.
 stress: install dynamodb-local
