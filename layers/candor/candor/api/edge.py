@@ -138,11 +138,15 @@ class EdgeMiddleware:
         scope.setdefault("state", {})["trace_id"] = trace_id
         headers = Headers(scope=scope)
         origin = headers.get("origin")
+        method = scope["method"]
         try:
             edge = self.edge()
         except CandorError as error:
-            await error_response(error, trace_id)(scope, receive, send)
-            return
+            if method not in SAFE_METHODS - {"OPTIONS"}:
+                await error_response(error, trace_id)(scope, receive, send)
+                return
+            # A public GET (/health above all) still answers, without CORS headers.
+            edge = Edge(origins=frozenset())
         listed = origin is not None and origin.lower() in edge.origins
         started = False
 
@@ -159,7 +163,6 @@ class EdgeMiddleware:
                     response_headers["access-control-expose-headers"] = EXPOSE_HEADERS
             await send(message)
 
-        method = scope["method"]
         if method == "OPTIONS" and origin is not None:
             response = self._preflight(listed, trace_id)
             await response(scope, receive, send_with_headers)
