@@ -48,6 +48,7 @@ def _errors(**described: str) -> dict[int | str, dict[str, Any]]:
 # What the edge (candor.api.edge) and the error table (candor.api.errors) can answer.
 EDGE_RESPONSES = _errors(
     **{
+        "400": "The body is not valid JSON.",
         "403": "The Origin is not allowed, a request without one has no valid X-Api-Key, "
         "or the session was ended by moderation.",
         "413": "The body is over 16 KB.",

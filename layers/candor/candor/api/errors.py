@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -213,7 +214,9 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, error: StarletteHTTPException) -> JSONResponse:
         trace_id = trace_id_of(request)
-        reason = str(error.detail).lower().replace(" ", "_")
+        # The reason from the status ("not_found", "bad_request"); the detail is
+        # Starlette's or FastAPI's own fixed text, such as "Not Found".
+        reason = HTTPStatus(error.status_code).phrase.lower().replace(" ", "_").replace("-", "_")
         content = body(reason, str(error.detail), trace_id)
         headers = {**(error.headers or {}), TRACE_HEADER: trace_id}
         return JSONResponse(content, error.status_code, headers=headers)
