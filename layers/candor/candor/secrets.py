@@ -1,4 +1,7 @@
-"""API keys for the hosted backends: from settings, or from SSM Parameter Store.
+"""Keys and secrets: the hosted backends' API keys, the server keys and the session key.
+
+Each comes from a setting, or from SSM Parameter Store; the session key of the
+embedded default is generated once into the data folder.
 
 On Lambda the template passes only the *name* of an SSM SecureString parameter,
 so the key never sits in the template, the stack or the function's environment.
