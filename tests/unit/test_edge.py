@@ -22,9 +22,12 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from packaging.requirements import Requirement
 
+from candor.api.app import create_app
+from candor.api.edge import Edge
 from candor.api.local import create_local_app
 from candor.api.sessions import SECRET_FILE, SessionSigner, signer_for
 from candor.deps import Deps
+from candor.errors import ConfigurationError
 from candor.settings import Settings
 from tests.conftest import MakeDeps
 from tests.support.edge import ORIGIN, SERVER_KEY, SESSION_SECRET, allowing
@@ -121,6 +124,20 @@ def test_a_server_key_lets_a_request_without_origin_in(http: TestClient) -> None
     assert post(http, **{"X-Api-Key": SERVER_KEY}).status_code == 200
     wrong = post(http, **{"X-Api-Key": SERVER_KEY + "x"})
     assert wrong.status_code == 403
+
+
+def test_server_keys_that_cannot_be_read_are_a_503_not_a_500(deps: Deps) -> None:
+    def unreadable() -> frozenset[str]:
+        raise ConfigurationError("cannot read SSM parameter /candor/api-keys: AccessDenied")
+
+    edge = Edge(origins=frozenset({ORIGIN}), server_keys=unreadable)
+    app = create_app(lambda: deps, edge_provider=lambda: edge)
+
+    response = post(TestClient(app), **{"X-Api-Key": SERVER_KEY})
+
+    assert response.status_code == 503
+    assert response.json()["reason"] == "misconfigured"
+    assert "SSM" not in response.text
 
 
 def test_while_no_origins_are_set_loopback_clients_need_no_origin(

@@ -168,7 +168,10 @@ class EdgeMiddleware:
             await response(scope, receive, send_with_headers)
             return
         if method not in SAFE_METHODS:
-            refusal = self._refusal(edge, scope, headers, origin, listed)
+            try:
+                refusal = self._refusal(edge, scope, headers, origin, listed)
+            except CandorError as error:  # the server keys cannot be read (SSM)
+                refusal = error
             if refusal is None:
                 body = await self._read_body(receive, headers, edge.max_body_bytes)
                 if body is None:
