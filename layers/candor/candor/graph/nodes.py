@@ -145,14 +145,16 @@ async def generate(state: GraphState, deps: Deps) -> Update:
     }
     if not state.answerable:
         return decline
-    text = prompts.format_passages(state.passages, settings.passage_chars)
+    # Citations can name only the passages the prompt showed, by the numbers it showed.
+    shown = prompts.shown(state.passages)
+    text = prompts.format_passages(shown, settings.passage_chars)
     reply = await deps.chat.text(
         prompts.answer(text, subject(state)), max_tokens=settings.answer_max_tokens
     )
-    answer, citations = cite(reply.text, state.passages)
+    answer, citations = cite(reply.text, shown)
     if not citations:
         answer, citations = with_attribution(
-            reply.text, subject(state), state.passages, settings.passage_chars
+            reply.text, subject(state), shown, settings.passage_chars
         )
     if not citations:
         # An answer that no passage accounts for cannot be checked by the reader.
