@@ -48,3 +48,7 @@ class BudgetExhaustedError(CandorError):
 
 class StateStoreError(CandorError):
     """The state store failed or stayed contended; the request was not served."""
+
+
+class DeadlineExceededError(CandorError):
+    """The request ran past its deadline; what was spent is settled."""
