@@ -21,7 +21,7 @@ from candor import guards
 from candor.api.app import create_app
 from candor.deps import Deps
 from candor.errors import ModelError
-from candor.settings import DEFAULT_PRICES, Settings
+from candor.settings import Settings
 from tests.conftest import MakeDeps
 from tests.support.fakes import ScriptedChatModel
 
