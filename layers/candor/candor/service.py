@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import time
 import uuid
@@ -11,6 +10,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
+from candor import deadline as deadlines
 from candor import guards
 from candor.deps import Deps
 from candor.errors import SessionEndedError
@@ -61,7 +61,8 @@ async def ask(
     rate limits (per `client` address and per session), the ended-session check,
     the answer cache (a hit makes no model call and reserves nothing), then a
     budget reservation held around every model call of the graph.
-    Raises RateLimitedError, SessionEndedError or BudgetExhaustedError. Once the
+    Raises RateLimitedError, SessionEndedError or BudgetExhaustedError, and
+    DeadlineExceededError when the run passes the request's deadline. Once the
     graph has answered, the answer is returned even if settling the budget,
     caching the answer or recording the turn fails (those are logged and counted).
     """
@@ -108,19 +109,22 @@ async def ask(
             )
 
     history = session.history[-settings.history_turns :] if settings.history_turns else []
-    amount = guards.reservation_usd(settings, deps.chat.name)
+    amount = guards.reservation_usd(settings, deps.chat.name, deps.embedder)
     holds = await asyncio.to_thread(
         guards.reserve, deps.state, settings, session_id=session_id, amount=amount, now=now
     )
-    # The meter sees every model call, also those of a run that fails halfway, so
-    # the true-up charges what was spent: the trace's costs, or less on failure.
-    meter = runner.MeteredChatModel(deps.chat)
+    # The meter sees every model call and embedding, also those of a run that fails
+    # halfway or runs out of time, so the true-up charges what was spent: the
+    # trace's costs, or less on failure.
+    meter = runner.Meter()
     try:
         final = await runner.run(
             GraphState(
                 question=question, session_id=session_id, top_k=top_k, history=tuple(history)
             ),
-            dataclasses.replace(deps, chat=meter),
+            deps,
+            meter=meter,
+            deadline=deadlines.after(settings.request_deadline(), start=now),
         )
     finally:
         spent = guards.usd(meter.usage.cost_usd)

@@ -67,6 +67,9 @@ def parse_origins(value: object) -> tuple[str, ...]:
     return origins
 
 
+DEFAULT_REQUEST_DEADLINE_SECONDS = 25.0
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CANDOR_", env_nested_delimiter="__")
 
@@ -126,8 +129,8 @@ class Settings(BaseSettings):
     openai_api_key: SecretStr | None = None
     openai_api_key_parameter: str | None = Field(default=None, pattern=r"^/[A-Za-z0-9_.\-/]+$")
     openai_base_url: str | None = Field(default=None, description="an OpenAI-compatible server")
-    # Per attempt; with the retries, a decision that stalls still ends well inside
-    # the ask function's 28 s.
+    # Per attempt, and never past the request's deadline (below), which also ends
+    # the retries.
     openai_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
     openai_max_retries: int = Field(default=2, ge=0, le=5)
 
@@ -141,6 +144,14 @@ class Settings(BaseSettings):
     pinecone_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
     # The hosted reranker (reranker_backend "pinecone"), with the same key.
     rerank_model: str = Field(default="bge-reranker-v2-m3", min_length=1)
+
+    # One deadline per request (candor.deadline): the graph checks it before each
+    # model call, and the OpenAI and Pinecone adapters cut each attempt and stop
+    # retrying at it; past it the request fails with DeadlineExceededError. Unset:
+    # 25 s when the chat model is hosted (under the ask function's 28 s and API
+    # Gateway's 29 s), and none for the local model, which runs where no function
+    # timeout kills it and needs about 26 s a question at the median on two cores.
+    request_deadline_seconds: float | None = Field(default=None, gt=0, le=900)
 
     # Ingestion: a larger object is recorded as a failure and not read.
     ingest_max_bytes: int = Field(default=20 * 1024 * 1024, ge=1)
@@ -211,6 +222,12 @@ class Settings(BaseSettings):
             raise ConfigurationError(
                 f"no price for reranker {model!r}: add it to CANDOR_RERANK_PRICES"
             ) from None
+
+    def request_deadline(self) -> float | None:
+        """Seconds a request may take, or None for no deadline."""
+        if self.request_deadline_seconds is not None:
+            return self.request_deadline_seconds
+        return DEFAULT_REQUEST_DEADLINE_SECONDS if self.chat_backend != "local" else None
 
     def price(self, model: str) -> Price:
         """The price of a model; an unpriced model is a configuration error, not free."""
