@@ -38,9 +38,9 @@ def origin_of(sock: socket.socket) -> str:
     return f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
-def local_app_with(deps: Deps) -> FastAPI:
-    """The app of `candor serve`, answering with `deps` instead of the factory's."""
-    app = create_local_app(deps.settings)
+def local_app_with(deps: Deps, port: int) -> FastAPI:
+    """The app of `candor serve` on `port`, answering with `deps` instead of the factory's."""
+    app = create_local_app(deps.settings, host="127.0.0.1", port=port)
     app.state.deps_provider = lambda: deps
     return app
 
@@ -49,7 +49,9 @@ def local_app_with(deps: Deps) -> FastAPI:
 def candor_server(deps: Deps, sock: socket.socket) -> Iterator[str]:
     """Serve `candor serve`'s app with `deps` on `sock`; yields its origin."""
     server = uvicorn.Server(
-        uvicorn.Config(local_app_with(deps), log_level="warning", lifespan="off")
+        uvicorn.Config(
+            local_app_with(deps, sock.getsockname()[1]), log_level="warning", lifespan="off"
+        )
     )
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

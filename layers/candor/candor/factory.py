@@ -105,6 +105,7 @@ def build_index(settings: Settings, embedder: Embedder) -> VectorIndex:
                 sparse=client.index(host=sparse_host) if sparse_host else None,
                 dimensions=embedder.dimensions,
                 namespace=settings.index_name,
+                attempt_timeout=settings.pinecone_timeout_seconds,
             )
         case other:
             raise ConfigurationError(f"index backend {other!r} is not available yet")

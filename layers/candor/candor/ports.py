@@ -63,6 +63,20 @@ class Embedder(Protocol):
 
 
 @runtime_checkable
+class PricedEmbedder(Protocol):
+    """An Embedder whose calls cost money and say what each one consumed.
+
+    The graph meters a question's embeddings through it, so that they appear in
+    the trace and are charged to the budget. Local embedders are free and need
+    not implement it.
+    """
+
+    name: str
+
+    def embed_with_usage(self, texts: Sequence[str]) -> tuple[Vectors, Usage]: ...
+
+
+@runtime_checkable
 class VectorIndex(Protocol):
     """Chunks with their vectors, searchable by vector and by keywords."""
 

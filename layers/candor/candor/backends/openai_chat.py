@@ -11,9 +11,10 @@ The synchronous client runs in a worker thread rather than the SDK's async one:
 an async client's connections belong to the event loop that opened them, and
 both Mangum and `asyncio.run` (the CLI, tests) may run each request in a new loop.
 
-Timeouts and retries are the SDK's own: `timeout` bounds each attempt and
-`max_retries` the attempts after the first (connection errors, 408, 409, 429 and
-5xx, with backoff). What still fails becomes candor.errors.ModelError.
+`timeout` bounds each attempt and `max_retries` the attempts after the first
+(connection errors, 408, 409, 429 and 5xx, with backoff), both within the
+request's deadline (candor.backends.openai_client). What still fails becomes
+candor.errors.ModelError; running out of time, DeadlineExceededError.
 """
 
 from __future__ import annotations
@@ -73,12 +74,16 @@ class OpenAIChatModel:
         from openai import OpenAIError
 
         try:
-            return self.client().chat.completions.parse(
-                model=self.name,
-                messages=[dict(m) for m in messages],  # type: ignore[misc]
-                response_format=schema,
-                max_completion_tokens=max_tokens,
-                temperature=self._temperature,
+            return self.client.call(
+                lambda client, timeout: client.chat.completions.parse(
+                    model=self.name,
+                    messages=[dict(m) for m in messages],  # type: ignore[misc]
+                    response_format=schema,
+                    max_completion_tokens=max_tokens,
+                    temperature=self._temperature,
+                    timeout=timeout,
+                ),
+                f"a {self.name} call",
             )
         # A reply cut off by max_tokens, filtered, or not matching the schema is
         # as much a failed decision as a provider error.
@@ -89,11 +94,15 @@ class OpenAIChatModel:
         from openai import OpenAIError
 
         try:
-            return self.client().chat.completions.create(
-                model=self.name,
-                messages=[dict(m) for m in messages],  # type: ignore[misc]
-                max_completion_tokens=max_tokens,
-                temperature=self._temperature,
+            return self.client.call(
+                lambda client, timeout: client.chat.completions.create(
+                    model=self.name,
+                    messages=[dict(m) for m in messages],  # type: ignore[misc]
+                    max_completion_tokens=max_tokens,
+                    temperature=self._temperature,
+                    timeout=timeout,
+                ),
+                f"a {self.name} call",
             )
         except OpenAIError as e:
             raise ModelError(f"{self.name}: {type(e).__name__}: {e}") from e

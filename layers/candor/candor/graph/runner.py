@@ -1,18 +1,36 @@
-"""The runner: executes nodes until END and records a trace step per node."""
+"""The runner: executes nodes until END and records a trace step per node.
+
+It also holds each run to the limits the budget reserved for (candor.graph.limits):
+a node visited more often than `limits.visits` allows, or a model call that no
+slot of its node covers, is a bug and raises before anything is spent. And it
+keeps the request's deadline: no model call starts after it.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 from pydantic import BaseModel
 
+from candor import deadline as deadlines
+from candor.deadline import Deadline
 from candor.deps import Deps
-from candor.graph import edges, nodes
+from candor.graph import edges, limits, nodes
 from candor.graph.state import GraphState, TraceStep, Update
-from candor.ports import ChatModel, Reranked, Reranker, Structured, Text
+from candor.ports import (
+    ChatModel,
+    Embedder,
+    PricedEmbedder,
+    Reranked,
+    Reranker,
+    Structured,
+    Text,
+    Vectors,
+)
 from candor.types import NO_USAGE, Chunk, Message, Usage
 
 NodeFn = Callable[[GraphState, Deps], Awaitable[Update]]
@@ -27,52 +45,123 @@ NODES: dict[str, NodeFn] = {
     "generate": nodes.generate,
 }
 
-# moderate, route, then at most max_attempts rounds of retrieve/grade/rewrite, then
-# generate. The edges already cap the loop; this bound guards against a future edge bug.
-MAX_STEPS_PER_ATTEMPT = 3
+
+class Meter:
+    """Adds up what one run's model calls and embeddings consumed.
+
+    The total is what the budget is trued up to; also a run that fails halfway
+    has its calls so far counted. `take` gives the part since the last take,
+    one trace step's worth.
+    """
+
+    def __init__(self) -> None:
+        self.usage = NO_USAGE
+        self._step = NO_USAGE
+
+    def add(self, usage: Usage) -> None:
+        self.usage = self.usage + usage
+        self._step = self._step + usage
+
+    def take(self) -> Usage:
+        step, self._step = self._step, NO_USAGE
+        return step
 
 
 class MeteredChatModel:
-    """Wraps the chat model to add up the usage of the calls one node makes."""
+    """The chat model as one node sees it: metered, within its node's slots and the deadline."""
 
-    def __init__(self, inner: ChatModel) -> None:
+    def __init__(self, inner: ChatModel, meter: Meter, bounds: dict[str, limits.CallBound]) -> None:
         self.inner = inner
         self.name = inner.name
-        self.usage = NO_USAGE
+        self.meter = meter
+        self._bounds = bounds
+        self._node = ""
+        self._slots: list[limits.CallBound] = []
 
-    def take(self) -> Usage:
-        usage, self.usage = self.usage, NO_USAGE
-        return usage
+    def begin(self, node: str) -> None:
+        """A visit of `node` starts: it may make the calls its slots allow."""
+        self._node = node
+        self._slots = [limits.slot_bound(slot, self._bounds) for slot in limits.NODE_CALLS[node]]
+
+    def _admit(self, what: str, need: limits.CallBound) -> None:
+        current = deadlines.current()
+        if current is not None:
+            current.check(f"the {what} call of {self._node}")
+        for i, slot in enumerate(self._slots):
+            if slot.covers(need):
+                del self._slots[i]
+                return
+        raise RuntimeError(
+            f"{self._node} made a {what} call of up to {need.tokens_in} tokens in and "
+            f"{need.tokens_out} out that no slot of candor.graph.limits.NODE_CALLS covers: "
+            "the budget did not reserve for it"
+        )
 
     async def structured(
         self, messages: Sequence[Message], schema: type[M], *, max_tokens: int = 128
     ) -> Structured[M]:
+        need = limits.CallBound(limits.input_tokens(messages, schema), max_tokens)
+        self._admit(schema.__name__, need)
         result = await self.inner.structured(messages, schema, max_tokens=max_tokens)
-        self.usage = self.usage + result.usage
+        self.meter.add(result.usage)
         return result
 
     async def text(self, messages: Sequence[Message], *, max_tokens: int = 256) -> Text:
+        self._admit("text", limits.CallBound(limits.input_tokens(messages), max_tokens))
         result = await self.inner.text(messages, max_tokens=max_tokens)
-        self.usage = self.usage + result.usage
+        self.meter.add(result.usage)
         return result
 
 
-class MeteredReranker:
-    """Wraps the reranker to add up what the calls of one node cost (a hosted
-    reranker is billed per request), so that the retrieve step's cost says so."""
+class MeteredEmbedder:
+    """The embedder as one node sees it: metered when it is priced, within its node's texts."""
 
-    def __init__(self, inner: Reranker) -> None:
+    def __init__(self, inner: Embedder, meter: Meter) -> None:
         self.inner = inner
         self.name = inner.name
-        self.usage = NO_USAGE
+        self.dimensions = inner.dimensions
+        self.meter = meter
+        self._node = ""
+        self._texts = 0
+        self._most = limits.embedding_tokens(["\U0010ffff" * limits.QUERY_CHARS])
 
-    def take(self) -> Usage:
-        usage, self.usage = self.usage, NO_USAGE
-        return usage
+    def begin(self, node: str) -> None:
+        self._node = node
+        self._texts = limits.EMBEDDINGS.get(node, 0)
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        current = deadlines.current()
+        if current is not None:
+            current.check(f"the embedding of {self._node}")
+        if len(texts) > self._texts or any(
+            limits.embedding_tokens([text]) > self._most for text in texts
+        ):
+            raise RuntimeError(
+                f"{self._node} embedded {len(texts)} texts beyond candor.graph.limits.EMBEDDINGS"
+            )
+        self._texts -= len(texts)
+        if isinstance(self.inner, PricedEmbedder):
+            vectors, usage = self.inner.embed_with_usage(texts)
+            self.meter.add(usage)
+            return vectors
+        return self.inner.embed(texts)  # a local embedder: free
+
+
+class MeteredReranker:
+    """Wraps the reranker to add what its calls cost to the meter (a hosted reranker
+    is billed per request), so that the retrieve step's cost says so."""
+
+    def __init__(self, inner: Reranker, meter: Meter) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.meter = meter
 
     def rerank(self, query: str, passages: Sequence[Chunk]) -> Reranked:
+        current = deadlines.current()
+        if current is not None:
+            current.check("the reranking")
         result = self.inner.rerank(query, passages)
-        self.usage = self.usage + result.usage
+        self.meter.add(result.usage)
         return result
 
 
@@ -94,26 +183,45 @@ def next_node(current: str, state: GraphState, max_attempts: int) -> str:
             raise ValueError(f"unknown node {current!r}")
 
 
-async def run(state: GraphState, deps: Deps) -> GraphState:
-    """Run the graph from moderate to END and return the final state with its trace."""
+async def run(
+    state: GraphState,
+    deps: Deps,
+    *,
+    meter: Meter | None = None,
+    deadline: Deadline | None = None,
+) -> GraphState:
+    """Run the graph from moderate to END and return the final state with its trace.
+
+    `meter` receives the usage of every call (also of a run that fails); past
+    `deadline`, no further model call starts: DeadlineExceededError.
+    """
     max_attempts = deps.settings.max_attempts
-    metered = MeteredChatModel(deps.chat)
-    reranker = MeteredReranker(deps.reranker) if deps.reranker is not None else None
-    node_deps = dataclasses.replace(deps, chat=metered, reranker=reranker)
+    meter = meter or Meter()
+    chat = MeteredChatModel(deps.chat, meter, dict(limits.call_bounds(deps.settings)))
+    embedder = MeteredEmbedder(deps.embedder, meter)
+    reranker = MeteredReranker(deps.reranker, meter) if deps.reranker is not None else None
+    node_deps = dataclasses.replace(deps, chat=chat, embedder=embedder, reranker=reranker)
+    allowed = limits.visits(max_attempts)
+    visited: Counter[str] = Counter()
     trace: list[TraceStep] = []
     current = "moderate"
-    for _ in range(3 + MAX_STEPS_PER_ATTEMPT * max_attempts):
-        if current == "END":
-            break
-        started = time.perf_counter()
-        update = await NODES[current](state, node_deps)
-        ms = (time.perf_counter() - started) * 1000
-        usage = metered.take() + (reranker.take() if reranker is not None else NO_USAGE)
-        trace.append(
-            TraceStep(current, round(ms, 2), usage.tokens_in, usage.tokens_out, usage.cost_usd)
-        )
-        state = dataclasses.replace(state, **update)
-        current = next_node(current, state, max_attempts)
-    else:
-        raise RuntimeError("the graph did not reach END within its step bound")
+    with deadlines.bound(deadline):
+        while current != "END":
+            visited[current] += 1
+            if visited[current] > allowed[current]:
+                raise RuntimeError(
+                    f"the graph reached {current} more than the {allowed[current]} times "
+                    "candor.graph.limits.visits allows"
+                )
+            chat.begin(current)
+            embedder.begin(current)
+            started = time.perf_counter()
+            update = await NODES[current](state, node_deps)
+            ms = (time.perf_counter() - started) * 1000
+            usage = meter.take()
+            trace.append(
+                TraceStep(current, round(ms, 2), usage.tokens_in, usage.tokens_out, usage.cost_usd)
+            )
+            state = dataclasses.replace(state, **update)
+            current = next_node(current, state, max_attempts)
     return dataclasses.replace(state, trace=tuple(trace))
