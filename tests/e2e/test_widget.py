@@ -321,9 +321,6 @@ def test_a_rate_limit_says_when_to_try_again(page: Page, start: StartStack) -> N
     assert len(stack.chat.calls) == 3, "a limited request calls no model"
 
 
-@pytest.mark.xfail(
-    strict=True, reason="the error table's reasons (#9, branch edge) are not on main yet"
-)
 def test_a_spent_budget_is_a_friendly_message_and_no_model_call(
     page: Page, start: StartStack
 ) -> None:
@@ -340,9 +337,6 @@ def test_a_spent_budget_is_a_friendly_message_and_no_model_call(
     assert stack.chat.calls == []
 
 
-@pytest.mark.xfail(
-    strict=True, reason="the error table's 503 for an outage (#9, branch edge) is not on main yet"
-)
 def test_an_outage_says_when_to_retry_and_the_retry_answers(page: Page, start: StartStack) -> None:
     script = answered_chat() | {"Triage": [ModelError("timed out"), QUESTION]}
     stack = start(script)
@@ -397,7 +391,6 @@ def test_the_session_is_kept_across_page_loads(page: Page, start: StartStack) ->
     assert widget.session() == first
 
 
-@pytest.mark.xfail(strict=True, reason="signed sessions (#9, branch edge) are not on main yet")
 def test_a_session_the_server_did_not_sign_is_replaced_by_a_new_one(
     page: Page, start: StartStack
 ) -> None:
@@ -494,7 +487,6 @@ def test_html_in_answers_titles_and_snippets_renders_as_text_and_runs_nothing(
 # Origins
 
 
-@pytest.mark.xfail(strict=True, reason="origins and CORS (#9, branch edge) are not on main yet")
 def test_the_widget_on_an_allowed_second_origin_answers(page: Page, start: StartStack) -> None:
     stack = start(answered_chat())
     widget = Widget(page, stack, url=f"{stack.site}/embed.html")

@@ -150,11 +150,12 @@ h2 { margin: 0; font-size: 16px; }
 .status::after { content: ""; animation: dots 1.2s steps(4) infinite; }
 @keyframes dots { 0% { content: ""; } 25% { content: "."; } 50% { content: ".."; } 75% { content: "..."; } }
 .sources { margin: 8px 0 0; padding: 0; list-style: none; display: flex; flex-wrap: wrap; gap: 6px; white-space: normal; }
-.chip { display: inline-block; max-width: 100%; padding: 3px 9px; border: 1px solid #747775; border-radius: 999px;
+.chip { display: inline-block; max-width: 100%; padding: 3px 9px; border: 1px solid #747775; border-radius: 10px;
   background: #fff; color: #1f1f1f; font-size: 13px; text-decoration: none; }
 a.chip { color: #0842a0; border-color: #0842a0; }
 a.chip:hover { text-decoration: underline; }
-.snippet { display: block; color: #474747; font-size: 12px; }
+.snippet { display: -webkit-box; -webkit-box-orient: vertical; -webkit-line-clamp: 3; overflow: hidden;
+  color: #474747; font-size: 12px; }
 .num { font-weight: 700; margin-right: 4px; }
 .row { display: flex; gap: 6px; align-items: center; margin-top: 8px; white-space: normal; }
 .small { font-size: 13px; color: #474747; }
