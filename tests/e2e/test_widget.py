@@ -11,15 +11,20 @@ would read it; what the server did is read from the scripted model and the store
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from candor.api.local import create_local_app
 from candor.backends.hashing_embedder import HashingEmbedder
 from candor.backends.sqlite_index import SqliteVectorIndex
 from candor.backends.sqlite_state import SqliteStateStore
@@ -27,9 +32,17 @@ from candor.deps import Deps
 from candor.errors import ModelError
 from candor.settings import Settings
 from candor.types import Chunk
+from tests.conftest import clear_candor_env
 from tests.support import browser as chromium
+from tests.support import local_models
 from tests.support.fakes import ScriptedChatModel, Stall
-from tests.support.widget_server import bound_socket, candor_server, origin_of, static_site
+from tests.support.widget_server import (
+    bound_socket,
+    candor_server,
+    origin_of,
+    serve,
+    static_site,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -556,15 +569,74 @@ def test_axe_core_finds_no_violations_in_the_open_widget(page: Page, start: Star
     assert results["passes"], "axe checked nothing"
 
 
-def test_the_strings_table_speaks_french_with_data_lang(page: Page, start: StartStack) -> None:
+def test_data_attributes_pick_the_language_the_accent_and_the_side(
+    page: Page, start: StartStack
+) -> None:
     stack = start(answered_chat())
-    french = embed_page(stack.api).replace("data-api=", 'data-lang="fr" data-api=')
-    page.route(
-        f"{stack.api}/fr.html", lambda route: route.fulfill(body=french, content_type="text/html")
+    themed = embed_page(stack.api).replace(
+        "data-api=", 'data-lang="fr" data-accent="#7b1fa2" data-position="left" data-api='
     )
-    page.goto(f"{stack.api}/fr.html")
+    page.route(
+        f"{stack.api}/themed.html",
+        lambda route: route.fulfill(body=themed, content_type="text/html"),
+    )
+    page.goto(f"{stack.api}/themed.html")
+    launcher = page.get_by_role("button", name="Poser une question")
 
-    page.get_by_role("button", name="Poser une question").click()
+    launcher.click()
 
     expect(page.get_by_role("dialog", name="Interroger la documentation")).to_be_visible()
     expect(page.get_by_role("button", name="Envoyer")).to_be_visible()
+    expect(launcher).to_have_css("background-color", "rgb(123, 31, 162)")
+    box = launcher.bounding_box()
+    assert box is not None and box["x"] < page.viewport_size["width"] / 2  # type: ignore[index]
+
+
+def test_with_reduced_motion_nothing_animates(page: Page, start: StartStack) -> None:
+    stack = start(answered_chat())
+    page.emulate_media(reduced_motion="reduce")
+    widget = Widget(page, stack)
+
+    widget.open()
+
+    expect(page.get_by_role("dialog")).to_have_css("animation-name", "none")
+
+
+# The real local model
+
+
+KITE_DOCS = Path(__file__).resolve().parents[1] / "fixtures/docs"
+
+
+@pytest.mark.slow
+def test_the_real_local_model_answers_through_the_widget(
+    page: Page, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    local_models.require(*local_models.CHAT, *local_models.EMBEDDER)
+    clear_candor_env(monkeypatch)
+    data = tmp_path / "data"
+    env = os.environ | {"CANDOR_DATA_DIR": str(data), "CANDOR_CONTACT": CONTACT}
+    subprocess.run(
+        [sys.executable, "-m", "candor.cli", "ingest", str(KITE_DOCS), "--json"],
+        env=env,
+        capture_output=True,
+        timeout=600,
+        check=True,
+    )
+    sock = bound_socket()
+    settings = Settings(data_dir=data, contact=CONTACT)
+    app = create_local_app(settings, host="127.0.0.1", port=sock.getsockname()[1])
+    with serve(app, sock) as api:
+        page.goto(f"{api}/")
+        page.get_by_role("button", name="Ask a question").click()
+        question = page.get_by_label("Your question")
+        question.fill("What does kite push --guarded do differently from a plain --force?")
+        question.press("Enter")
+        log = page.locator(".log")
+        # Three model calls; on two busy cores the local model can take minutes.
+        expect(log).to_have_attribute("aria-busy", "false", timeout=600_000)
+
+    reply = page.locator(".msg.bot").last
+    expect(reply.locator(".answer")).to_contain_text("guarded")
+    expect(reply.locator(".sources li")).not_to_have_count(0)
+    expect(reply.get_by_role("button", name="Helpful")).to_be_visible()

@@ -14,7 +14,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import uvicorn
@@ -46,13 +46,9 @@ def local_app_with(deps: Deps, port: int) -> FastAPI:
 
 
 @contextmanager
-def candor_server(deps: Deps, sock: socket.socket) -> Iterator[str]:
-    """Serve `candor serve`'s app with `deps` on `sock`; yields its origin."""
-    server = uvicorn.Server(
-        uvicorn.Config(
-            local_app_with(deps, sock.getsockname()[1]), log_level="warning", lifespan="off"
-        )
-    )
+def serve(app: FastAPI, sock: socket.socket) -> Iterator[str]:
+    """Serve `app` under uvicorn in a thread on `sock`; yields its origin."""
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + START_TIMEOUT_SECONDS
@@ -66,6 +62,11 @@ def candor_server(deps: Deps, sock: socket.socket) -> Iterator[str]:
         server.should_exit = True
         thread.join(START_TIMEOUT_SECONDS)
         sock.close()
+
+
+def candor_server(deps: Deps, sock: socket.socket) -> AbstractContextManager[str]:
+    """Serve `candor serve`'s app with `deps` on `sock`; yields its origin."""
+    return serve(local_app_with(deps, sock.getsockname()[1]), sock)
 
 
 @contextmanager
