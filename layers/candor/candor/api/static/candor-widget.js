@@ -136,8 +136,9 @@ button, textarea { font: inherit; }
 header { display: flex; align-items: center; justify-content: space-between; padding: 12px 14px;
   background: var(--accent); color: var(--on-accent); }
 h2 { margin: 0; font-size: 16px; }
-.close { border: 0; background: transparent; color: inherit; font-size: 22px; line-height: 1; padding: 4px 8px;
+.close { border: 0; background: transparent; color: inherit; line-height: 0; padding: 6px;
   border-radius: 6px; cursor: pointer; }
+.close svg { width: 20px; height: 20px; fill: currentColor; }
 .close:focus-visible { outline-color: var(--on-accent); }
 .log { flex: 1; overflow-y: auto; padding: 14px; display: flex; flex-direction: column; gap: 10px; }
 .msg { max-width: 88%; padding: 9px 12px; border-radius: 12px; white-space: pre-wrap; overflow-wrap: anywhere; }
@@ -179,6 +180,8 @@ textarea:disabled { background: #f1f3f4; }
     "M2 21h4V9H2v12zm20-11a2 2 0 0 0-2-2h-6.3l1-4.6v-.3c0-.4-.2-.8-.4-1.1L13.2 1 6.6 7.6" +
     "c-.4.3-.6.8-.6 1.4v10a2 2 0 0 0 2 2h9c.8 0 1.5-.5 1.8-1.2l3-7.1c.1-.2.2-.5.2-.7v-2z";
 
+  const CROSS = "M19 6.4 17.6 5 12 10.6 6.4 5 5 6.4 10.6 12 5 17.6 6.4 19 12 13.4 17.6 19 19 17.6 13.4 12z";
+
   const script =
     document.currentScript || document.querySelector('script[src*="candor-widget"]');
   const data = (script && script.dataset) || {};
@@ -215,14 +218,14 @@ textarea:disabled { background: #f1f3f4; }
     return node;
   }
 
-  function icon(down) {
+  function icon(d, turn) {
     const ns = "http://www.w3.org/2000/svg";
     const svg = document.createElementNS(ns, "svg");
     svg.setAttribute("viewBox", "0 0 24 24");
     svg.setAttribute("aria-hidden", "true");
     const path = document.createElementNS(ns, "path");
-    path.setAttribute("d", THUMB);
-    if (down) path.setAttribute("transform", "rotate(180 12 12)");
+    path.setAttribute("d", d);
+    if (turn) path.setAttribute("transform", "rotate(180 12 12)");
     svg.append(path);
     return svg;
   }
@@ -274,7 +277,7 @@ textarea:disabled { background: #f1f3f4; }
     "aria-controls": "candor-panel", "aria-haspopup": "dialog" }, [text.launcher]);
   const titleEl = el("h2", { id: "candor-title" }, [text.title]);
   const closeButton = el("button", { class: "close", type: "button", "aria-label": text.close },
-    ["×"]);
+    [icon(CROSS)]);
   const log = el("div", { class: "log" });
   const input = el("textarea", { id: "candor-input", rows: "1", maxlength: "1000",
     placeholder: text.placeholder, autocomplete: "off" });
@@ -541,9 +544,9 @@ textarea:disabled { background: #f1f3f4; }
   function feedback(traceId) {
     const note = el("span", { class: "small", role: "status" });
     const up = el("button", { class: "btn", type: "button", "aria-pressed": "false",
-      "aria-label": text.helpful }, [icon(false)]);
+      "aria-label": text.helpful }, [icon(THUMB)]);
     const down = el("button", { class: "btn", type: "button", "aria-pressed": "false",
-      "aria-label": text.notHelpful }, [icon(true)]);
+      "aria-label": text.notHelpful }, [icon(THUMB, true)]);
     const comment = el("textarea", { maxlength: "1000", "aria-label": text.comment,
       placeholder: text.comment });
     const options = REASONS.map((reason) => el("label", { class: "opt" }, [
