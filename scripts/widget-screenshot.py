@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from tests.support.browser import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 
-QUESTION = "How do I deploy candor to AWS?"
+QUESTION = "Which setting changes how many passages are retrieved?"
 # Three calls of the local model; on two busy cores that can take minutes.
 ANSWER_TIMEOUT_MS = 20 * 60 * 1000
 
