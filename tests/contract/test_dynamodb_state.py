@@ -15,7 +15,7 @@ from candor.errors import ConfigurationError, StateStoreError
 from candor.factory import build_state
 from candor.ports import CacheKey, Turn
 from candor.settings import Settings
-from tests import dynamodb_local
+from tests.support import dynamodb_local
 
 pytestmark = pytest.mark.integration
 

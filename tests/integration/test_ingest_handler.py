@@ -4,8 +4,6 @@ S3 through moto, the HashingEmbedder (counted) and a SQLite index."""
 from __future__ import annotations
 
 import copy
-import importlib.util
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType

@@ -19,7 +19,7 @@ from candor.factory import build_chat, build_embedder, build_index
 from candor.ingest.pipeline import count_documents, ingest
 from candor.retrieval import search
 from candor.settings import Settings
-from tests import openai_server, pinecone_server
+from tests.support import openai_server, pinecone_server
 
 pytestmark = pytest.mark.integration
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from candor.backends.sqlite_index import SqliteVectorIndex
 from candor.ports import VectorIndex
-from tests import pinecone_server
+from tests.support import pinecone_server
 
 DIMENSIONS = 384
 BACKENDS = ("sqlite", "pinecone")

@@ -8,8 +8,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from candor.api.app import create_app
-from tests.support.api_shape import ASK_RESPONSE_KEYS
 from tests.conftest import MakeDeps
+from tests.support.api_shape import ASK_RESPONSE_KEYS
 from tests.support.fakes import ScriptedChatModel
 
 pytestmark = pytest.mark.unit

@@ -12,6 +12,7 @@ from tests.support.lambda_ import LambdaContext, load_event, load_handler
 
 pytestmark = pytest.mark.unit
 
+
 def test_handler_answers_the_api_gateway_event(make_deps: MakeDeps) -> None:
     module = load_handler("ask")
     chat = ScriptedChatModel(

@@ -8,7 +8,7 @@ import time
 import uuid
 from dataclasses import asdict, dataclass
 
-from candor import guards
+from candor import guards, traces
 from candor.deps import Deps
 from candor.errors import SessionEndedError
 from candor.graph import nodes, runner
@@ -81,7 +81,7 @@ async def ask(
             cached = guards.CachedAnswer.from_json(hit)
             ms = round((time.perf_counter() - started) * 1000, 2)
             await _remember(deps, session_id, Turn(question, cached.answer, cached.decision))
-            return AskResult(
+            result = AskResult(
                 answer=cached.answer,
                 decision=cached.decision,
                 citations=cached.citations,
@@ -91,6 +91,10 @@ async def ask(
                 trace=(TraceStep("cache", ms, 0, 0, 0.0),),
                 cached=True,
             )
+            await traces.record(
+                deps, result, question=question, started=now, corpus_version=key.corpus_version
+            )
+            return result
 
     history = session.history[-settings.history_turns :] if settings.history_turns else []
     amount = guards.reservation_usd(settings, deps.chat.name)
@@ -121,7 +125,7 @@ async def ask(
             expires_at=int(now) + settings.cache_ttl_seconds,
         )
     await _remember(deps, session_id, Turn(nodes.subject(final), final.answer, decision))
-    return AskResult(
+    result = AskResult(
         answer=final.answer,
         decision=decision,
         citations=final.citations,
@@ -130,6 +134,11 @@ async def ask(
         trace_id=uuid.uuid4().hex,
         trace=final.trace,
     )
+    version = key.corpus_version if key is not None else None
+    await traces.record(
+        deps, result, question=question, started=now, final=final, corpus_version=version
+    )
+    return result
 
 
 def _cache_key(deps: Deps, question: str, top_k: int) -> CacheKey:
