@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import os
+import warnings
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -44,6 +45,9 @@ logger = Logger()
 # LAMBDA_TASK_ROOT, or under AWS_SAM_LOCAL) Powertools disables the tracer itself.
 tracer = Tracer(patch_modules=("botocore", "httpx"))
 metrics = Metrics(namespace=NAMESPACE)
+# GET /health and an S3 test event record no metric; that is not worth a warning
+# in the log on every call.
+warnings.filterwarnings("ignore", "No application metrics to publish", UserWarning)
 
 S = TypeVar("S")
 D = TypeVar("D")
@@ -103,6 +107,13 @@ def record_request(trace: Trace) -> None:
     _dimensioned("decisions", MetricUnit.Count, 1, "decision", trace.decision)
     for step in trace.steps:
         _dimensioned("node_ms", MetricUnit.Milliseconds, step.ms, "node", step.node)
+
+
+def count_ingest(summary: Mapping[str, Any]) -> None:
+    """The metrics of one ingest invocation, from its IngestReport summary."""
+    count("ingest_documents", summary["documents_seen"])
+    count("ingest_chunks", summary["chunks_upserted"])
+    count("ingest_failures", summary["failed"])
 
 
 def traced_nodes(

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from candor import __version__, guards, service
+from candor.api.feedback import feedback_router
 from candor.api.schemas import (
     AskRequest,
     AskResponse,
@@ -112,7 +113,7 @@ def create_app(
         description="Answers from your documents with citations, or declines honestly.",
     )
     app.state.deps_provider = deps_provider
-    for router in routers or (ask_router, health_router):
+    for router in routers or (ask_router, health_router, feedback_router):
         app.include_router(router)
 
     @app.exception_handler(SessionEndedError)

@@ -9,6 +9,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
+from candor import observability
 from candor.deps import Deps
 from candor.graph import edges, nodes
 from candor.graph.state import GraphState, TraceStep, Update
@@ -18,14 +19,17 @@ from candor.types import NO_USAGE, Message, Usage
 NodeFn = Callable[[GraphState, Deps], Awaitable[Update]]
 M = TypeVar("M", bound=BaseModel)
 
-NODES: dict[str, NodeFn] = {
-    "moderate": nodes.moderate,
-    "route": nodes.route,
-    "retrieve": nodes.retrieve,
-    "grade": nodes.grade,
-    "rewrite": nodes.rewrite,
-    "generate": nodes.generate,
-}
+# Each node runs in an X-Ray subsegment on Lambda (candor.observability).
+NODES: dict[str, NodeFn] = observability.traced_nodes(
+    {
+        "moderate": nodes.moderate,
+        "route": nodes.route,
+        "retrieve": nodes.retrieve,
+        "grade": nodes.grade,
+        "rewrite": nodes.rewrite,
+        "generate": nodes.generate,
+    }
+)
 
 # moderate, route, then at most max_attempts rounds of retrieve/grade/rewrite, then
 # generate. The edges already cap the loop; this bound guards against a future edge bug.
