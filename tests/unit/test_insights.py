@@ -8,11 +8,12 @@ from candor.backends.hashing_embedder import HashingEmbedder
 from candor.dpo import preference_pairs
 from candor.insights import gaps, percentile, report
 from candor.traces import Feedback, Trace
+from candor.types import Message
 
 pytestmark = pytest.mark.unit
 
 DAY = 1_796_083_200.0  # 2026-12-01 00:00 UTC
-PROMPT = ({"role": "user", "content": "Passages: ... Question: q"},)
+PROMPT: tuple[Message, ...] = ({"role": "user", "content": "Passages: ... Question: q"},)
 
 
 def trace(
