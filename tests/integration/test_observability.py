@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import time
 from collections.abc import Iterator
 from types import ModuleType
@@ -71,6 +72,7 @@ def output(
     monkeypatch.setenv("CANDOR_EMBEDDER_BACKEND", "hashing")
     logs = io.StringIO()
     (handler,) = observability.logger.handlers
+    assert isinstance(handler, logging.StreamHandler)
     previous = handler.setStream(logs)
     capsys.readouterr()
     yield Output(logs, capsys)
