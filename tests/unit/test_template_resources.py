@@ -7,6 +7,7 @@ table has the index the DynamoDB store queries, failures are kept.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from tests.unit.test_template import (
     PARAMETERS,
     RESOURCES,
     TEMPLATE,
+    TEMPLATE_PATH,
     environment,
     function_properties,
     handler_file,
@@ -140,3 +142,16 @@ def test_the_outputs_name_what_an_owner_needs() -> None:
     for logical_id in FUNCTIONS:
         name = logical_id.removesuffix("Function")
         assert outputs[f"{name}FunctionName"]["Value"] == {"Ref": logical_id}
+
+
+def test_env_json_sets_only_variables_the_template_declares() -> None:
+    # `sam local invoke --env-vars` silently ignores a variable the function does not
+    # declare in the template, so a misspelt name there would change nothing.
+    overrides: dict[str, dict[str, str]] = json.loads(
+        (TEMPLATE_PATH.parent / "env.json").read_text()
+    )
+    for scope, variables in overrides.items():
+        functions = FUNCTIONS if scope == "Parameters" else [scope]
+        for name in variables:
+            declared = [f for f in functions if name in environment(f)]
+            assert declared, f"{scope}: no function declares {name}"
