@@ -129,10 +129,13 @@ def _traced(name: str, node: Callable[[S, D], Awaitable[U]]) -> Callable[[S, D],
             return await node(state, deps)
         async with tracer.provider.in_subsegment_async(name=f"## {name}") as subsegment:
             update = await node(state, deps)
-            subsegment.put_annotation(key="node", value=name)
-            decision = update.get("decision")
-            if decision:
-                subsegment.put_annotation(key="decision", value=str(decision))
+            # None when there is no segment to nest in: X-Ray logs that, and the
+            # request must go on regardless.
+            if subsegment is not None:
+                subsegment.put_annotation(key="node", value=name)
+                decision = update.get("decision")
+                if decision:
+                    subsegment.put_annotation(key="decision", value=str(decision))
             return update
 
     run.__name__ = run.__qualname__ = name
