@@ -122,7 +122,6 @@ def test_an_ask_invocation_logs_json_with_its_ids_and_emits_its_metrics(
     assert metrics[("tokens_out", ())][0] > 0
     assert metrics[("cache_hits", ())] == [0.0]
     assert ("cost_usd", ()) in metrics
-    assert metrics[("ColdStart", (("function_name", "candor-ask"),))] == [1.0]
     for step in body["trace"]:
         assert metrics[("node_ms", (("node", step["node"]),))] == [pytest.approx(step["ms"])]
 
