@@ -47,9 +47,10 @@ class KeepingEmitter:
 @pytest.fixture
 def emitter(monkeypatch: pytest.MonkeyPatch) -> Iterator[KeepingEmitter]:
     keeping = KeepingEmitter()
+    tracer = observability.tracer  # made here outside Lambda: it disables the SDK
     was_enabled = global_sdk_config.sdk_enabled()
     global_sdk_config.set_sdk_enabled(True)
-    monkeypatch.setattr(observability.tracer, "disabled", False)
+    monkeypatch.setattr(tracer, "disabled", False)
     xray_recorder.configure(
         emitter=keeping, context=Context(), sampling=False, streaming_threshold=1000
     )

@@ -21,6 +21,7 @@ documents and send no segments.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import warnings
@@ -41,13 +42,26 @@ API_GATEWAY_HTTP = correlation_paths.API_GATEWAY_HTTP
 # The service name comes from POWERTOOLS_SERVICE_NAME (candor-ask, candor-feedback,
 # candor-ingest in the template), and becomes the metrics' one dimension.
 logger = Logger()
-# botocore: DynamoDB, S3 and SSM; httpx: the OpenAI SDK. Outside Lambda (no
-# LAMBDA_TASK_ROOT, or under AWS_SAM_LOCAL) Powertools disables the tracer itself.
-tracer = Tracer(patch_modules=("botocore", "httpx"))
 metrics = Metrics(namespace=NAMESPACE)
 # GET /health and an S3 test event record no metric; that is not worth a warning
 # in the log on every call.
 warnings.filterwarnings("ignore", "No application metrics to publish", UserWarning)
+
+
+@functools.cache
+def _tracer() -> Tracer:
+    # botocore: DynamoDB, S3 and SSM; httpx: the OpenAI SDK. Outside Lambda (no
+    # LAMBDA_TASK_ROOT, or under AWS_SAM_LOCAL) Powertools disables the tracer itself.
+    return Tracer(patch_modules=("botocore", "httpx"))
+
+
+def __getattr__(name: str) -> Tracer:
+    # `tracer` is made on first use: creating it imports the X-Ray SDK (a large
+    # share of a cold start), which the command line and `candor serve` never need.
+    if name == "tracer":
+        return _tracer()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 S = TypeVar("S")
 D = TypeVar("D")
@@ -125,9 +139,10 @@ def traced_nodes(
 
 def _traced(name: str, node: Callable[[S, D], Awaitable[U]]) -> Callable[[S, D], Awaitable[U]]:
     async def run(state: S, deps: D) -> U:
-        if tracer.disabled:
+        # Untraced unless a handler made the tracer (the CLI never does).
+        if _tracer.cache_info().currsize == 0 or _tracer().disabled:
             return await node(state, deps)
-        async with tracer.provider.in_subsegment_async(name=f"## {name}") as subsegment:
+        async with _tracer().provider.in_subsegment_async(name=f"## {name}") as subsegment:
             update = await node(state, deps)
             # None when there is no segment to nest in: X-Ray logs that, and the
             # request must go on regardless.
