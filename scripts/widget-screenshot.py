@@ -82,7 +82,7 @@ def main() -> int:
         finally:
             server.terminate()
             server.wait(30)
-    print(f"wrote {args.out}: {answer[:200]!r}")  # noqa: T201
+    print(f"wrote {args.out}: {answer[:200]!r}")
     return 0
 
 

@@ -428,7 +428,6 @@ def test_a_session_the_server_did_not_sign_is_replaced_by_a_new_one(
 # Feedback
 
 
-@pytest.mark.xfail(strict=True, reason="POST /feedback (#11, branch aws) is not on main yet")
 def test_thumbs_down_with_a_reason_and_a_comment_is_stored_on_the_server(
     page: Page, start: StartStack
 ) -> None:
@@ -444,9 +443,7 @@ def test_thumbs_down_with_a_reason_and_a_comment_is_stored_on_the_server(
 
     expect(reply.get_by_text("Thank you for the feedback.")).to_be_visible()
     [posted] = stack.rated
-    stored = stack.deps.state.get_trace(  # type: ignore[attr-defined]
-        posted["trace_id"], now=time.time()
-    )
+    stored = stack.deps.state.get_trace(posted["trace_id"], now=time.time())
     assert stored is not None and stored.feedback is not None
     rating = json.loads(stored.feedback)
     assert (rating["score"], rating["reason"]) == (-1, "incomplete")

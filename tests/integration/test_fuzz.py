@@ -83,6 +83,9 @@ EXAMPLES = {
     ("POST /ask", GenerationMode.POSITIVE): 150,
     ("POST /ask", GenerationMode.NEGATIVE): 150,
     ("GET /health", GenerationMode.POSITIVE): 10,
+    # Random trace ids name no trace (404), and random session ids are not signed (401).
+    ("POST /feedback", GenerationMode.POSITIVE): 50,
+    ("POST /feedback", GenerationMode.NEGATIVE): 50,
 }
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 from candor import deadline as deadlines
-from candor import guards
+from candor import guards, traces
 from candor.deps import Deps
 from candor.errors import SessionEndedError
 from candor.graph import nodes, runner
@@ -97,7 +97,7 @@ async def ask(
             await _remember(
                 deps, session_id, Turn(question, cached.answer, cached.decision), trace_id
             )
-            return AskResult(
+            result = AskResult(
                 answer=cached.answer,
                 decision=cached.decision,
                 citations=cached.citations,
@@ -107,6 +107,10 @@ async def ask(
                 trace=(TraceStep("cache", ms, 0, 0, 0.0),),
                 cached=True,
             )
+            await traces.record(
+                deps, result, question=question, started=now, corpus_version=key.corpus_version
+            )
+            return result
 
     history = session.history[-settings.history_turns :] if settings.history_turns else []
     amount = guards.reservation_usd(settings, deps.chat.name, deps.embedder)
@@ -143,7 +147,7 @@ async def ask(
             ),
         )
     await _remember(deps, session_id, Turn(nodes.subject(final), final.answer, decision), trace_id)
-    return AskResult(
+    result = AskResult(
         answer=final.answer,
         decision=decision,
         citations=final.citations,
@@ -152,6 +156,11 @@ async def ask(
         trace_id=trace_id,
         trace=final.trace,
     )
+    version = key.corpus_version if key is not None else None
+    await traces.record(
+        deps, result, question=question, started=now, final=final, corpus_version=version
+    )
+    return result
 
 
 def _cache_key(deps: Deps, question: str, top_k: int) -> CacheKey:
