@@ -375,6 +375,7 @@ textarea:disabled { background: #f1f3f4; }
       },
       reset: () => {
         bubble.className = "msg bot";
+        delete bubble.dataset.decision;
         bubble.replaceChildren(bubble.firstChild, status, body);
         body.textContent = "";
         status.hidden = false;
@@ -507,6 +508,7 @@ textarea:disabled { background: #f1f3f4; }
     // The final text replaces what streamed: a decline replaces a started answer.
     reply.body.textContent = String(result.answer || "");
     const decision = result.decision;
+    reply.bubble.dataset.decision = String(decision);
     if (decision === "warned" || decision === "ended") {
       reply.bubble.classList.add(decision);
       reply.bubble.insertBefore(el("span", { class: "tag" },
