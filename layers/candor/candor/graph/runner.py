@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TypeVar
 
 from pydantic import BaseModel
@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from candor.deps import Deps
 from candor.graph import edges, nodes
 from candor.graph.state import GraphState, TraceStep, Update
-from candor.ports import ChatModel, Structured, Text
+from candor.ports import ChatModel, Structured, Text, TextPiece, read_text
 from candor.types import NO_USAGE, Message, Usage
 
 NodeFn = Callable[[GraphState, Deps], Awaitable[Update]]
@@ -52,9 +52,15 @@ class MeteredChatModel:
         return result
 
     async def text(self, messages: Sequence[Message], *, max_tokens: int = 256) -> Text:
-        result = await self.inner.text(messages, max_tokens=max_tokens)
-        self.usage = self.usage + result.usage
-        return result
+        return await read_text(self.stream(messages, max_tokens=max_tokens))
+
+    async def stream(
+        self, messages: Sequence[Message], *, max_tokens: int = 256
+    ) -> AsyncIterator[TextPiece]:
+        async for piece in self.inner.stream(messages, max_tokens=max_tokens):
+            if isinstance(piece, Usage):
+                self.usage = self.usage + piece
+            yield piece
 
 
 def next_node(current: str, state: GraphState, max_attempts: int) -> str:
