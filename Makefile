@@ -5,6 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.candor-installed
 CORPUS := .candor/corpus/git-doc
+TEST_PDF := .candor/test-pdf/debian-reference.en.pdf
 SHARED_EVAL ?= ../shared/eval
 
 # llama.cpp must not be built with -march=native here: these CPUs advertise AMX
@@ -12,7 +13,7 @@ SHARED_EVAL ?= ../shared/eval
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON \
 	-DGGML_F16C=ON -DGGML_BMI2=ON -DLLAVA_BUILD=OFF
 
-.PHONY: install demo serve test lint typecheck unit corpus bench eval clean dynamodb-local stress
+.PHONY: install demo serve test lint typecheck unit corpus test-pdf bench eval clean dynamodb-local stress
 
 install: $(STAMP)
 
@@ -50,6 +51,13 @@ corpus: $(CORPUS)/git.html
 $(CORPUS)/git.html:
 	bash $(SHARED_EVAL)/fetch-git-doc.sh $(CORPUS)
 
+# A real PDF for the PDF loader's test: the Debian Reference, from Debian's
+# debian-reference-en package (GPL-2+).
+test-pdf: $(TEST_PDF)
+
+$(TEST_PDF):
+	bash scripts/fetch-test-pdf.sh $(dir $(TEST_PDF))
+
 unit: install
 	$(BIN)/pytest -m "not slow"
 
@@ -58,8 +66,9 @@ unit: install
 dynamodb-local:
 	bash scripts/dynamodb-local.sh install
 
-test: install corpus dynamodb-local lint typecheck
-	CANDOR_REQUIRE_DYNAMODB_LOCAL=1 CANDOR_REQUIRE_LOCAL_MODELS=1 CANDOR_TEST_CORPUS=$(CORPUS) $(BIN)/pytest
+test: install corpus test-pdf dynamodb-local lint typecheck
+	CANDOR_REQUIRE_DYNAMODB_LOCAL=1 CANDOR_REQUIRE_LOCAL_MODELS=1 CANDOR_TEST_CORPUS=$(CORPUS) \
+		CANDOR_TEST_PDF=$(TEST_PDF) $(BIN)/pytest
 
 # Concurrency proofs of the guards on DynamoDB Local and SQLite; ends with `STRESS {json}`.
 stress: install dynamodb-local

@@ -2,6 +2,8 @@
 
 Thin: the FastAPI app comes from the candor library (the layer); Mangum
 translates API Gateway events. Dependencies are built once per container.
+A deployment without its allowed origins or session key fails at start
+(the function's init), not at a visitor's first question.
 """
 
 from __future__ import annotations
@@ -14,20 +16,29 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from mangum import Mangum
 
 from candor.api.app import create_app
+from candor.api.edge import Edge, build_edge, require_production_edge
 from candor.deps import Deps
-from candor.settings import get_settings
+from candor.settings import Settings
 
 logger = Logger(service="candor-ask")
+
+settings = Settings()
+require_production_edge(settings)
 
 
 @cache
 def deps() -> Deps:
     from candor.factory import build_deps
 
-    return build_deps(get_settings())
+    return build_deps(settings)
 
 
-app = create_app(deps)
+@cache
+def edge() -> Edge:
+    return build_edge(settings)
+
+
+app = create_app(deps, edge_provider=edge)
 asgi = Mangum(app, lifespan="off")
 
 

@@ -61,7 +61,9 @@ def test_retrieval_only_writes_every_strategy_with_n_and_reuses_the_index(
     assert run_eval(env / "out") == 0
     first: dict[str, Any] = json.loads((env / "out" / "report.json").read_text())
 
-    assert set(first["retrieval"]) == {"dense", "keyword", "hybrid", "hybrid_rerank"}
+    # No reranker is configured, so hybrid_rerank would only repeat hybrid: not measured
+    assert set(first["retrieval"]) == {"dense", "keyword", "hybrid"}
+    assert first["meta"]["reranker"] is None
     for row in first["retrieval"].values():
         assert set(row) >= RETRIEVAL_KEYS
         assert row["n"] == 2  # of 4 questions, two have expected sources
@@ -73,7 +75,7 @@ def test_retrieval_only_writes_every_strategy_with_n_and_reuses_the_index(
     assert first["meta"]["ingest"]["changed"] == 3
     # The exact identifier finds its page in the top 10 by keywords.
     assert first["retrieval_ranks"]["keyword"]["kite-1"] is not None
-    assert (env / "out" / "report.md").read_text().count("| hybrid") == 2
+    assert (env / "out" / "report.md").read_text().count("| hybrid") == 1
     assert (env / "out" / "report.png").read_bytes().startswith(b"\x89PNG")
     assert "wrote" in capsys.readouterr().out
 

@@ -1,6 +1,7 @@
-"""A Pinecone-wire-compatible test server: one index's data plane, in memory, on loopback.
+"""Pinecone-wire-compatible test servers, in memory, on loopback: one index's data
+plane (`serve`), or the hosted inference API's reranking (`serve_inference`).
 
-It speaks the REST routes the `pinecone` SDK's vector API uses
+The index speaks the REST routes the `pinecone` SDK's vector API uses
 (`Pinecone(api_key=...).Index(host="http://127.0.0.1:PORT")` makes no control-plane
 call) and enforces the limits that shape candor's adapter: at most 1000 vectors
 and 2 MB per upsert, 1000 ids per fetch or delete, 40 KB of metadata and 1000
@@ -8,6 +9,15 @@ sparse values per vector, no all-zero dense vector, no delete by filter
 (serverless), ids listed in sorted order a page of at most 100 at a time.
 A dense index scores by cosine, a sparse index by dot product (only records
 sharing a term match).
+
+The inference API is `POST /rerank` on the client's own host
+(`Pinecone(api_key=..., host="http://127.0.0.1:PORT").inference.rerank(...)`), as
+SDK 10.x sends it (API version 2026-07): a body of `model`, `query`, `documents`
+(objects), `rank_fields`, `return_documents`, optional `top_n` and `parameters`;
+an answer of `model`, `data` (`index`, `score`, `document` when asked for, best
+first) and `usage.rerank_units`. It enforces each model's document limit and,
+unless `parameters.truncate` is "END", its token limits (tokens counted as four
+characters, rounded up). A document scores the share of the query's words it holds.
 """
 
 from __future__ import annotations
@@ -32,6 +42,22 @@ MAX_LIST_LIMIT = 100
 DEFAULT_NAMESPACE = "__default__"
 
 Kind = Literal["dense", "sparse"]
+
+
+@dataclass(frozen=True)
+class RerankModel:
+    max_documents: int
+    max_query_tokens: int
+    max_pair_tokens: int  # query and one document together
+    truncates: bool  # accepts parameters.truncate
+
+
+RERANK_MODELS: dict[str, RerankModel] = {
+    "bge-reranker-v2-m3": RerankModel(100, 256, 1024, truncates=True),
+    "pinecone-rerank-v0": RerankModel(100, 256, 512, truncates=True),
+    "cohere-rerank-3.5": RerankModel(200, 2048, 4096, truncates=False),
+}
+DOCUMENTS_PER_UNIT = 100
 
 
 class ApiError(Exception):
@@ -237,6 +263,85 @@ class FakeIndex:
         return response
 
 
+@dataclass
+class RerankCall:
+    """What one rerank request asked for, as the server read it."""
+
+    model: str
+    query: str
+    documents: list[dict[str, Any]]
+    parameters: dict[str, Any]
+
+
+@dataclass
+class FakeInference:
+    """The hosted inference API's reranking: every request is answered and recorded."""
+
+    calls: list[Call] = field(default_factory=list)
+    reranks: list[RerankCall] = field(default_factory=list)
+    # Status codes to answer the next requests with, for failure tests.
+    failures: list[int] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def rerank(self, body: dict[str, Any]) -> dict[str, Any]:
+        name = str(body.get("model") or "")
+        model = RERANK_MODELS.get(name)
+        if model is None:
+            raise ApiError(404, f"Model '{name}' not found")
+        query = body.get("query")
+        documents = body.get("documents")
+        if not isinstance(query, str) or not query:
+            raise ApiError(400, "query is required")
+        if not isinstance(documents, list) or not documents:
+            raise ApiError(400, "documents are required")
+        if len(documents) > model.max_documents:
+            raise ApiError(
+                400,
+                f"{len(documents)} documents exceed the maximum of {model.max_documents} "
+                f"for {name}",
+            )
+        fields = body.get("rank_fields") or ["text"]
+        if len(fields) != 1:
+            raise ApiError(400, f"{name} ranks on exactly one field")
+        parameters = body.get("parameters") or {}
+        truncate = parameters.get("truncate", "NONE")
+        if "truncate" in parameters and (not model.truncates or truncate not in ("END", "NONE")):
+            raise ApiError(400, f"unsupported parameter truncate={truncate!r} for {name}")
+        texts = []
+        for number, document in enumerate(documents):
+            text = document.get(fields[0]) if isinstance(document, dict) else None
+            if not isinstance(text, str):
+                raise ApiError(400, f"document {number} has no string field {fields[0]!r}")
+            texts.append(text)
+        if truncate != "END":
+            if tokens(query) > model.max_query_tokens:
+                raise ApiError(400, f"query exceeds {model.max_query_tokens} tokens")
+            if any(tokens(query) + tokens(text) > model.max_pair_tokens for text in texts):
+                raise ApiError(400, f"query and document exceed {model.max_pair_tokens} tokens")
+        self.reranks.append(RerankCall(name, query, documents, parameters))
+        wanted = set(query.casefold().split())
+        scored = [
+            (len(wanted & set(text.casefold().split())) / len(wanted), number)
+            for number, text in enumerate(texts)
+        ]
+        scored.sort(key=lambda pair: (-pair[0], pair[1]))
+        top_n = body.get("top_n")
+        if top_n is not None:
+            scored = scored[: int(top_n)]
+        data = []
+        for score, number in scored:
+            ranked: dict[str, Any] = {"index": number, "score": score}
+            if body.get("return_documents", True):
+                ranked["document"] = documents[number]
+            data.append(ranked)
+        units = math.ceil(len(documents) / DOCUMENTS_PER_UNIT)
+        return {"model": name, "data": data, "usage": {"rerank_units": units}}
+
+
+def tokens(text: str) -> int:
+    return math.ceil(len(text) / 4)
+
+
 def cosine(query: list[float], norm: float, values: list[float]) -> float:
     other = math.sqrt(sum(x * x for x in values))
     return sum(a * b for a, b in zip(query, values, strict=True)) / (norm * other)
@@ -306,22 +411,22 @@ class _Handler(BaseHTTPRequestHandler):
         self._handle("POST")
 
     def _handle(self, method: str) -> None:
-        index = self.server.index
+        backend = self.server.backend
         url = urlsplit(self.path)
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length) if length else b""
         try:
             if not self.headers.get("api-key"):
                 raise ApiError(401, "missing Api-Key header")
-            with index.lock:
-                if index.failures:
-                    raise ApiError(index.failures.pop(0), "injected failure")
+            with backend.lock:
+                if backend.failures:
+                    raise ApiError(backend.failures.pop(0), "injected failure")
                 if length > MAX_BODY_BYTES:
                     raise ApiError(413, f"request of {length} bytes exceeds {MAX_BODY_BYTES}")
                 body = json.loads(raw) if raw else {}
                 query = parse_qs(url.query)
                 response, items = self._route(method, url.path, body, query)
-                index.calls.append(Call(method, url.path, length, items))
+                backend.calls.append(Call(method, url.path, length, items))
             self._send(200, response)
         except ApiError as e:
             self._send(e.status, {"code": 3, "message": str(e), "details": []})
@@ -331,7 +436,12 @@ class _Handler(BaseHTTPRequestHandler):
     def _route(
         self, method: str, path: str, body: dict[str, Any], query: dict[str, list[str]]
     ) -> tuple[dict[str, Any], int]:
-        index = self.server.index
+        backend = self.server.backend
+        if isinstance(backend, FakeInference):
+            if (method, path) == ("POST", "/rerank"):
+                return backend.rerank(body), len(body.get("documents") or [])
+            raise ApiError(404, f"no route {method} {path}")
+        index = backend
         match (method, path):
             case ("POST", "/vectors/upsert"):
                 return index.upsert(body), len(body.get("vectors") or [])
@@ -359,9 +469,9 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, index: FakeIndex) -> None:
+    def __init__(self, backend: FakeIndex | FakeInference) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
-        self.index = index
+        self.backend = backend
 
 
 @dataclass
@@ -370,12 +480,15 @@ class RunningIndex:
     index: FakeIndex
 
 
+@dataclass
+class RunningInference:
+    url: str
+    inference: FakeInference
+
+
 @contextmanager
-def serve(kind: Kind = "dense", dimension: int | None = None) -> Iterator[RunningIndex]:
-    """Serve one fake index on a free loopback port until the block ends."""
-    if kind == "dense" and not dimension:
-        raise ValueError("a dense index needs a dimension")
-    server = _Server(FakeIndex(kind, dimension if kind == "dense" else None))
+def _running(backend: FakeIndex | FakeInference) -> Iterator[str]:
+    server = _Server(backend)
     thread = threading.Thread(
         target=server.serve_forever,
         kwargs={"poll_interval": 0.02},
@@ -385,8 +498,26 @@ def serve(kind: Kind = "dense", dimension: int | None = None) -> Iterator[Runnin
     thread.start()
     host, port = server.server_address[:2]
     try:
-        yield RunningIndex(f"http://{host!s}:{port}", server.index)
+        yield f"http://{host!s}:{port}"
     finally:
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+@contextmanager
+def serve(kind: Kind = "dense", dimension: int | None = None) -> Iterator[RunningIndex]:
+    """Serve one fake index on a free loopback port until the block ends."""
+    if kind == "dense" and not dimension:
+        raise ValueError("a dense index needs a dimension")
+    index = FakeIndex(kind, dimension if kind == "dense" else None)
+    with _running(index) as url:
+        yield RunningIndex(url, index)
+
+
+@contextmanager
+def serve_inference() -> Iterator[RunningInference]:
+    """Serve the hosted inference API's rerank route on a free loopback port."""
+    inference = FakeInference()
+    with _running(inference) as url:
+        yield RunningInference(url, inference)

@@ -10,6 +10,7 @@ from fastapi.testclient import TestClient
 from candor.api.app import create_app
 from tests.conftest import MakeDeps
 from tests.support.api_shape import ASK_RESPONSE_KEYS
+from tests.support.edge import allowing, browser
 from tests.support.fakes import ScriptedChatModel
 
 pytestmark = pytest.mark.unit
@@ -22,8 +23,8 @@ ANSWERING: dict[str, list[Any]] = {
 
 
 def client(make_deps: MakeDeps, chat: ScriptedChatModel) -> TestClient:
-    deps = make_deps(chat)
-    return TestClient(create_app(lambda: deps))
+    deps = allowing(make_deps(chat))
+    return browser(create_app(lambda: deps))
 
 
 def test_ask_returns_the_documented_response_shape(make_deps: MakeDeps) -> None:
@@ -35,7 +36,7 @@ def test_ask_returns_the_documented_response_shape(make_deps: MakeDeps) -> None:
     assert set(body) == ASK_RESPONSE_KEYS
     assert body["decision"] == "answered"
     assert body["cached"] is False
-    assert set(body["citations"][0]) == {"id", "source", "title", "snippet"}
+    assert set(body["citations"][0]) == {"id", "source", "title", "snippet", "page"}
     assert set(body["trace"][0]) == {"node", "ms", "tokens_in", "tokens_out", "cost_usd"}
     assert len(body["trace_id"]) == 32
 
@@ -71,23 +72,26 @@ def test_ended_session_is_refused_with_403_and_a_reason(make_deps: MakeDeps) -> 
     http.post("/ask", json={"question": "Moron.", "session_id": first["session_id"]})
     refused = http.post("/ask", json={"question": "Hello?", "session_id": first["session_id"]})
     assert refused.status_code == 403
+    assert refused.json()["reason"] == "session_ended"
     assert "ended" in refused.json()["detail"]
 
 
-def test_model_failure_is_a_502_with_a_reason(make_deps: MakeDeps) -> None:
+def test_model_failure_is_a_503_with_retry_after_and_a_fixed_reason(make_deps: MakeDeps) -> None:
     from candor.errors import ModelError
 
     http = client(make_deps, ScriptedChatModel({"Triage": [ModelError("timed out")]}))
     response = http.post("/ask", json={"question": "What does --force-with-lease do?"})
-    assert response.status_code == 502
-    assert "timed out" in response.json()["detail"]
+    assert response.status_code == 503
+    assert response.json()["reason"] == "model_unavailable"
+    assert int(response.headers["retry-after"]) > 0
 
 
 def test_health_reports_each_dependency(make_deps: MakeDeps) -> None:
     body = client(make_deps, ScriptedChatModel({})).get("/health").json()
-    assert body["status"] == "ok"
-    assert set(body["dependencies"]) == {"index", "embedder", "chat", "state"}
-    assert body["dependencies"]["index"]["detail"] == "3 chunks"
+    assert body == {
+        "status": "ok",
+        "dependencies": {"index": "ok", "state": "ok", "embedder": "ok", "chat": "ok"},
+    }
 
 
 def test_openapi_docs_are_served(make_deps: MakeDeps) -> None:

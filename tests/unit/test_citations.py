@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from candor.graph import prompts
 from candor.graph.citations import attribute, cite, content_words, with_attribution
 from candor.types import Chunk, Hit
 
@@ -76,3 +77,21 @@ def test_cite_keeps_markers_of_given_passages_and_renumbers_them() -> None:
     answer, citations = cite("Amend it [2]. Not [7].", PASSAGES)
     assert answer == "Amend it [1]. Not."
     assert [c.id for c in citations] == ["p-1"]
+
+
+def test_a_citation_of_a_pdf_passage_names_its_page() -> None:
+    pdf = Hit(Chunk("d-7", "Run apt-get update first.", "guide.pdf", metadata={"page": 12}), 0.0)
+
+    _, (from_pdf, from_html) = cite("Update first [1]. Amend later [2].", [pdf, PASSAGES[1]])
+
+    assert from_pdf.page == 12
+    assert from_html.page is None
+
+
+def test_markers_count_only_for_passages_the_prompt_showed() -> None:
+    many = [Hit(Chunk(f"p-{n}", f"text {n}", f"page-{n}.html"), 0.0) for n in range(12)]
+
+    answer, citations = cite("See [11]. And [10].", prompts.shown(many))
+
+    assert answer == "See. And [1]."
+    assert [c.id for c in citations] == ["p-9"]

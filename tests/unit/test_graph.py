@@ -221,7 +221,7 @@ def test_long_message_called_a_follow_up_is_searched_on_its_own(make_deps: MakeD
     question = "I am halfway through some edits and need to switch to an urgent fix branch"
     ask(make_deps, chat, question)
     grade_prompt = chat.calls[1].messages[-1]["content"]
-    assert f"Question: {question}" in grade_prompt
+    assert f"<question>\n{question}\n</question>" in grade_prompt
 
 
 def test_moderation_sees_the_new_message_alone(make_deps: MakeDeps) -> None:

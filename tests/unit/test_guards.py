@@ -21,8 +21,9 @@ from candor import guards
 from candor.api.app import create_app
 from candor.deps import Deps
 from candor.errors import ModelError
-from candor.settings import DEFAULT_PRICES, Settings
+from candor.settings import Settings
 from tests.conftest import MakeDeps
+from tests.support.edge import ORIGIN, SESSION_SECRET, allowing, browser
 from tests.support.fakes import ScriptedChatModel
 
 pytestmark = pytest.mark.unit
@@ -50,7 +51,9 @@ def guarded(make_deps: MakeDeps, chat: ScriptedChatModel, **settings: Any) -> De
 
 
 def http(deps: Deps) -> TestClient:
-    return TestClient(create_app(lambda: deps))
+    # A browser on the configured site; the state store is the same object as deps'.
+    allowed = allowing(deps)
+    return browser(create_app(lambda: allowed))
 
 
 def today_spent(deps: Deps) -> Decimal:
@@ -126,7 +129,11 @@ class Context:
     aws_request_id = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
 
 
-def test_on_lambda_the_address_is_api_gateways_source_ip(make_deps: MakeDeps) -> None:
+def test_on_lambda_the_address_is_api_gateways_source_ip(
+    make_deps: MakeDeps, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CANDOR_ALLOWED_ORIGINS", ORIGIN)
+    monkeypatch.setenv("CANDOR_SESSION_SECRET", SESSION_SECRET)
     spec = importlib.util.spec_from_file_location("ask_app", ROOT / "functions/ask/app.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
@@ -192,7 +199,7 @@ def test_a_request_that_fails_before_spending_is_refunded_in_full(make_deps: Mak
 
     response = http(deps).post("/ask", json={"question": QUESTION})
 
-    assert response.status_code == 502
+    assert response.status_code == 503
     assert today_spent(deps) == 0
 
 
@@ -322,20 +329,6 @@ def test_ipv6_addresses_share_a_limit_per_64_block() -> None:
 def test_the_configured_reservation_is_used_as_is(tmp_path: Path) -> None:
     settings = Settings(data_dir=tmp_path, budget_reserve_usd=Decimal("0.02"))
     assert guards.reservation_usd(settings, "unpriced-model") == Decimal("0.02")
-
-
-def test_the_computed_reservation_covers_the_most_expensive_path(tmp_path: Path) -> None:
-    settings = Settings(data_dir=tmp_path)
-    price = DEFAULT_PRICES["gpt-4o-mini"]
-    tokens_in, tokens_out = guards.worst_case_tokens(settings)
-
-    reserved = guards.reservation_usd(settings, "gpt-4o-mini")
-
-    # Five calls with full passages: far more than the few hundred tokens per call
-    # the scripted and real runs show, and still well under a cent.
-    assert tokens_in > 5 * 2_000 and tokens_out >= 3 * 128 + settings.answer_max_tokens
-    assert reserved >= Decimal(str(price.cost(tokens_in, tokens_out)))
-    assert Decimal(0) < reserved < Decimal("0.01")
 
 
 def test_a_free_model_reserves_nothing(tmp_path: Path) -> None:

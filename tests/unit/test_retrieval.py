@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from candor.backends.sqlite_index import SqliteVectorIndex
+from candor.ports import Reranked
 from candor.retrieval import diversify, rrf_fuse, search
-from candor.types import Chunk, Hit
+from candor.types import NO_USAGE, Chunk, Hit
 from tests.support.embedders import CountingEmbedder
 
 pytestmark = pytest.mark.unit
@@ -116,8 +117,8 @@ class ShortestFirst:
 
     name = "shortest-first"
 
-    def rerank(self, query: str, passages: Sequence[Chunk]) -> list[float]:
-        return [-float(len(p.text)) for p in passages]
+    def rerank(self, query: str, passages: Sequence[Chunk]) -> Reranked:
+        return Reranked([-float(len(p.text)) for p in passages], NO_USAGE)
 
 
 @pytest.fixture

@@ -10,13 +10,16 @@ from __future__ import annotations
 import ast
 import importlib.util
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from fastapi import FastAPI
+from pydantic import ValidationError
 
+from candor.api.edge import require_production_edge
 from candor.settings import DEFAULT_PRICES, Settings
 
 pytestmark = pytest.mark.unit
@@ -220,12 +223,12 @@ def test_model_parameters_offer_only_priced_models() -> None:
 
 
 @pytest.mark.parametrize("logical_id", FUNCTIONS)
-def test_api_key_parameters_are_readable_by_the_functions_given_them(logical_id: str) -> None:
+def test_ssm_parameters_are_readable_by_the_functions_given_them(logical_id: str) -> None:
     # A missing grant passes every linter and fails as AccessDenied at cold start.
     given = {
         value["Ref"]
-        for value in environment(logical_id).values()
-        if isinstance(value, dict) and value.get("Ref", "").endswith("ApiKeyParameter")
+        for name, value in environment(logical_id).items()
+        if name.endswith("_PARAMETER") and isinstance(value, dict) and "Ref" in value
     }
     granted = set()
     for policy in function_properties(logical_id).get("Policies", []):
@@ -272,7 +275,12 @@ def fastapi_app(logical_id: str) -> FastAPI:
 
 
 @pytest.mark.parametrize("logical_id", API_FUNCTIONS)
-def test_api_routes_exist_in_the_function_app(logical_id: str) -> None:
+def test_api_routes_exist_in_the_function_app(
+    logical_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The handler refuses to start without these (test_api_functions_get_...).
+    monkeypatch.setenv("CANDOR_ALLOWED_ORIGINS", "https://docs.example.com")
+    monkeypatch.setenv("CANDOR_SESSION_SECRET_PARAMETER", "/candor/session-secret")
     events = http_api_events(logical_id)
     # The OpenAPI document lists every route the app serves, however routers nest.
     paths: dict[str, dict[str, Any]] = fastapi_app(logical_id).openapi()["paths"]
@@ -289,9 +297,58 @@ def test_http_api_throttles_every_route_by_default() -> None:
 
 
 def test_http_api_allows_only_the_configured_origins() -> None:
-    origins = RESOURCES["HttpApi"]["Properties"]["CorsConfiguration"]["AllowOrigins"]
-    assert origins == {"Fn::Split": [",", {"Ref": "AllowedOrigins"}]}
+    cors = RESOURCES["HttpApi"]["Properties"]["CorsConfiguration"]
+    assert cors["AllowOrigins"] == {"Fn::Split": [",", {"Ref": "AllowedOrigins"}]}
     assert "Default" not in PARAMETERS["AllowedOrigins"]
+    # A page reads the trace id of an error and when to retry only if they are exposed.
+    assert {"x-trace-id", "retry-after"} <= set(cors["ExposeHeaders"])
+
+
+@pytest.mark.parametrize("logical_id", API_FUNCTIONS)
+def test_api_functions_get_what_the_edge_cannot_start_without(
+    logical_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    variables = environment(logical_id)
+    # The same origins as the gateway's CORS: the app refuses the others itself.
+    assert variables["CANDOR_ALLOWED_ORIGINS"] == {"Ref": "AllowedOrigins"}
+    # Secrets by SSM name only: never a value in the template or the environment.
+    assert variables["CANDOR_SESSION_SECRET_PARAMETER"] == {"Ref": "SessionSecretParameter"}
+    assert variables["CANDOR_API_KEYS_PARAMETER"] == {"Ref": "ApiKeysParameter"}
+    assert not {"CANDOR_SESSION_SECRET", "CANDOR_API_KEYS"} & set(variables)
+    for name in list(os.environ):
+        if name.startswith(ENV_PREFIX):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv(
+        "CANDOR_ALLOWED_ORIGINS", "https://docs.example.com,https://example.com:8443"
+    )
+    monkeypatch.setenv(
+        "CANDOR_SESSION_SECRET_PARAMETER", str(PARAMETERS["SessionSecretParameter"]["Default"])
+    )
+    monkeypatch.setenv("CANDOR_API_KEYS_PARAMETER", str(PARAMETERS["ApiKeysParameter"]["Default"]))
+    require_production_edge(Settings())
+
+
+@pytest.mark.parametrize(
+    ("origins", "accepted"),
+    [
+        ("https://docs.example.com", True),
+        ("https://docs.example.com,http://localhost:8000", True),
+        ("https://docs.example.com/", False),
+        ("https://docs.example.com/chat", False),
+        ("*", False),
+    ],
+)
+def test_the_allowed_origins_parameter_takes_what_the_setting_takes(
+    origins: str, accepted: bool
+) -> None:
+    pattern = PARAMETERS["AllowedOrigins"]["AllowedPattern"]
+    assert bool(re.fullmatch(pattern, origins)) is accepted
+    try:
+        Settings(allowed_origins=origins)
+        parsed = True
+    except ValidationError:
+        parsed = False
+    assert parsed is accepted
 
 
 # -- the documents bucket and the ingest function ---------------------------------

@@ -62,6 +62,7 @@ def test_a_consumer_that_stops_early_closes_the_iterator_in_its_own_thread(how: 
     closed_in: list[int] = []
     opened_in: list[int] = []
     closed = threading.Event()
+    three = threading.Event()
 
     def endless() -> Iterator[int]:
         opened_in.append(threading.get_ident())
@@ -70,6 +71,8 @@ def test_a_consumer_that_stops_early_closes_the_iterator_in_its_own_thread(how: 
             while True:
                 time.sleep(0.01)
                 produced.append(n)
+                if len(produced) == 3:
+                    three.set()
                 yield n
                 n += 1
         finally:
@@ -88,8 +91,7 @@ def test_a_consumer_that_stops_early_closes_the_iterator_in_its_own_thread(how: 
             await consume()
             return
         task = asyncio.create_task(consume())
-        while len(produced) < 3:
-            await asyncio.sleep(0.01)
+        await asyncio.to_thread(three.wait, 2)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task

@@ -118,15 +118,50 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from candor.api.local import create_local_app
 
-    app = create_local_app(_settings())
+    settings = _settings()
+    app = create_local_app(settings, host=args.host, port=args.port)
     print(
         f"candor is serving on http://{args.host}:{args.port}  (API docs: /docs)\n"
         f"  ask:  curl -s http://{args.host}:{args.port}/ask -H 'content-type: application/json' "
         '-d \'{"question": "How do I deploy candor to AWS?"}\'',
         file=sys.stderr,
     )
-    uvicorn.run(app, host=args.host, port=args.port, log_level="info")
+    if not settings.allowed_origins:
+        print(
+            "  loopback clients may call without an Origin until CANDOR_ALLOWED_ORIGINS is set",
+            file=sys.stderr,
+        )
+    # proxy_headers=False: the client address is the connection's peer unless
+    # CANDOR_TRUSTED_PROXY_HOPS says otherwise (README, "Guards"); uvicorn would
+    # otherwise believe X-Forwarded-For from any loopback peer.
+    uvicorn.run(app, host=args.host, port=args.port, log_level="info", proxy_headers=False)
     return 0
+
+
+def cmd_health(args: argparse.Namespace) -> int:
+    """Each dependency with its details (the public GET /health says only ok or degraded)."""
+    from candor.api.health import diagnose
+
+    checks = diagnose(_settings())
+    healthy = all(check.ok for check in checks.values())
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "status": "ok" if healthy else "degraded",
+                    "dependencies": {
+                        name: {"ok": c.ok, "backend": c.backend, "detail": c.detail}
+                        for name, c in checks.items()
+                    },
+                }
+            )
+        )
+    else:
+        for name, check in checks.items():
+            state = "ok" if check.ok else "DEGRADED"
+            detail = f": {check.detail}" if check.detail else ""
+            print(f"{name:9} {state:8} ({check.backend}){detail}")
+    return 0 if healthy else EXIT_FAILED
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
@@ -276,6 +311,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="record a question as failed when it takes longer (default 600)",
     )
     evaluate.set_defaults(run=cmd_eval)
+
+    health = commands.add_parser(
+        "health", help="check each dependency and print the details (exit 1 if any is degraded)"
+    )
+    health.add_argument("--json", action="store_true", help="print the checks as JSON")
+    health.set_defaults(run=cmd_health)
 
     serve = commands.add_parser("serve", help="serve the HTTP API")
     serve.add_argument("--host", default="127.0.0.1")

@@ -48,3 +48,11 @@ class BudgetExhaustedError(CandorError):
 
 class StateStoreError(CandorError):
     """The state store failed or stayed contended; the request was not served."""
+
+
+class DeadlineExceededError(CandorError):
+    """The request ran past its deadline; what was spent is settled."""
+
+
+class SessionInvalidError(CandorError):
+    """A session id the server did not sign, or signed too long ago; nothing was written."""

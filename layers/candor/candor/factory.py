@@ -6,7 +6,7 @@ costs about half a second of cold start).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from candor.deps import Deps
 from candor.errors import ConfigurationError
@@ -94,27 +94,18 @@ def build_index(settings: Settings, embedder: Embedder) -> VectorIndex:
                 settings.index_path, embedder.dimensions, embedder=embedder.name
             )
         case "pinecone":
-            from pinecone import Pinecone
-
             from candor.backends.pinecone_index import PineconeVectorIndex
 
             if not settings.pinecone_host:
                 raise ConfigurationError("CANDOR_PINECONE_HOST must name the Pinecone index host")
-            key = api_key(
-                "pinecone",
-                direct=settings.pinecone_api_key,
-                parameter=settings.pinecone_api_key_parameter,
-                environment="PINECONE_API_KEY",
-                region=settings.aws_region,
-            )
-            # The timeout bounds each attempt; the SDK retries 5xx and 429 itself.
-            client = Pinecone(api_key=key, timeout=settings.pinecone_timeout_seconds)
+            client = pinecone_client(settings)
             sparse_host = settings.pinecone_sparse_host
             return PineconeVectorIndex(
                 client.index(host=settings.pinecone_host),
                 sparse=client.index(host=sparse_host) if sparse_host else None,
                 dimensions=embedder.dimensions,
                 namespace=settings.index_name,
+                attempt_timeout=settings.pinecone_timeout_seconds,
             )
         case other:
             raise ConfigurationError(f"index backend {other!r} is not available yet")
@@ -140,14 +131,35 @@ def build_state(settings: Settings) -> StateStore:
             raise ConfigurationError(f"state backend {other!r} is not available yet")
 
 
-def build_reranker(settings: Settings, embedder: Embedder) -> Reranker | None:
+def pinecone_client(settings: Settings) -> Any:
+    """A Pinecone client with the configured key; it makes no call until used."""
+    from pinecone import Pinecone
+
+    key = api_key(
+        "pinecone",
+        direct=settings.pinecone_api_key,
+        parameter=settings.pinecone_api_key_parameter,
+        environment="PINECONE_API_KEY",
+        region=settings.aws_region,
+    )
+    # The timeout bounds each attempt; the SDK retries 5xx and 429 itself.
+    return Pinecone(api_key=key, timeout=settings.pinecone_timeout_seconds)
+
+
+def build_reranker(settings: Settings) -> Reranker | None:
     match settings.reranker_backend:
         case "none":
             return None
-        case "embedder":
-            from candor.backends.embedding_reranker import EmbeddingReranker
+        case "pinecone":
+            from candor.backends.pinecone_reranker import PineconeReranker
 
-            return EmbeddingReranker(embedder)
+            return PineconeReranker(
+                pinecone_client(settings).inference,
+                model=settings.rerank_model,
+                price_per_unit=settings.rerank_price(settings.rerank_model),
+            )
+        case other:
+            raise ConfigurationError(f"reranker backend {other!r} is not available yet")
 
 
 def build_deps(settings: Settings) -> Deps:
@@ -157,7 +169,7 @@ def build_deps(settings: Settings) -> Deps:
         chat=build_chat(settings),
         embedder=embedder,
         index=build_index(settings, embedder),
-        reranker=build_reranker(settings, embedder),
+        reranker=build_reranker(settings),
         state=build_state(settings),
     )
 

@@ -10,7 +10,6 @@ import hashlib
 import ipaddress
 import json
 import logging
-import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
@@ -19,8 +18,9 @@ from typing import Any
 
 from candor import __version__
 from candor.errors import BudgetExhaustedError, RateLimitedError
+from candor.graph import limits
 from candor.graph.state import Citation, Decision, GraphState
-from candor.ports import CacheKey, StateStore
+from candor.ports import CacheKey, Embedder, PricedEmbedder, StateStore
 from candor.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -98,40 +98,30 @@ def check_rate_limits(
 
 # Spending.
 
-# The most one request can cost: every model call the graph can make, each with
-# the longest prompt it can build and its cap of output tokens. The token caps
-# are those in candor.graph.nodes (structured calls 128, rewrite 48, converse 60).
-STRUCTURED_MAX_TOKENS = 128
-REWRITE_MAX_TOKENS = 48
-CONVERSE_MAX_TOKENS = 60
-MAX_TOP_K = 10  # the largest top_k a request may ask for
-MAX_QUESTION_CHARS = 2_000  # a question, plus the topic a follow-up borrows
-PROMPT_CHARS = 2_500  # system prompt and instructions, with room to grow
-PASSAGE_LABEL_CHARS = 200  # "[n] title - heading" and " ..." around each passage
-CHARS_PER_TOKEN = 3  # English runs about 4; 3 over-counts tokens, never under
+# What one request can cost at most: every model call and query embedding the
+# graph can make, each at its longest prompt and its cap of output tokens. The
+# runner holds each run to these limits (candor.graph.limits), so the reservation
+# is never less than the cost a request is trued up to.
 
 
-def worst_case_tokens(settings: Settings) -> tuple[int, int]:
-    """(input, output) tokens of the most expensive path through the graph."""
-    graded = settings.max_attempts
-    rewrites = settings.max_attempts - 1
-    calls = 1 + graded + rewrites + 1  # triage, grades, rewrites, the reply
-    passages = MAX_TOP_K * (settings.passage_chars + PASSAGE_LABEL_CHARS)
-    prompt_tokens = math.ceil((PROMPT_CHARS + MAX_QUESTION_CHARS + passages) / CHARS_PER_TOKEN)
-    output = (
-        STRUCTURED_MAX_TOKENS * (1 + graded)
-        + REWRITE_MAX_TOKENS * rewrites
-        + max(settings.answer_max_tokens, CONVERSE_MAX_TOKENS)
-    )
-    return calls * prompt_tokens, output
+def reservation_usd(
+    settings: Settings, chat_model: str, embedder: Embedder | None = None
+) -> Decimal:
+    """What to hold before a request: the setting, or the most it can cost at these prices.
 
-
-def reservation_usd(settings: Settings, chat_model: str) -> Decimal:
-    """What to hold before a request: the setting, or the worst case at the model's price."""
+    An embedder that reports usage (PricedEmbedder) is priced by its name;
+    local embedders are free.
+    """
     if settings.budget_reserve_usd is not None:
         return usd(settings.budget_reserve_usd)
-    tokens_in, tokens_out = worst_case_tokens(settings)
-    return usd(settings.price(chat_model).cost(tokens_in, tokens_out))
+    bound = limits.envelope(settings)
+    cost = settings.price(chat_model).cost(bound.chat_in, bound.chat_out)
+    if isinstance(embedder, PricedEmbedder):
+        cost += settings.price(embedder.name).cost(bound.embedding_in, 0)
+    # The module imports no Pinecone SDK at load; reranking is off by default.
+    from candor.backends.pinecone_reranker import rerank_cost_upper_bound
+
+    return usd(Decimal(str(cost)) + rerank_cost_upper_bound(settings))
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,9 +184,10 @@ def settle(state: StateStore, holds: Sequence[Hold], actual: Decimal) -> None:
     """True each hold up to the measured cost; 0 refunds it in full."""
     for hold in holds:
         if actual > hold.amount:
-            # The ledger records what was spent, even past the cap; a reservation
-            # that is too small shows up here and in the log.
-            logger.warning("request cost %s, more than the %s reserved", actual, hold.amount)
+            # Only a reservation set by hand (budget_reserve_usd) can be too small:
+            # the computed one bounds every run. The ledger records what was spent,
+            # even past the cap.
+            logger.error("request cost %s, more than the %s reserved", actual, hold.amount)
         state.settle_budget(hold.ledger, reserved=hold.amount, actual=actual)
 
 
@@ -219,6 +210,7 @@ def settings_fingerprint(settings: Settings, *, chat: str, embedder: str, top_k:
             "embedder_backend",
             "index_backend",
             "reranker_backend",
+            "rerank_model",
             "index_name",
             "local_model_path",
             "candidates",

@@ -92,6 +92,20 @@ class Embedder(Protocol):
 
 
 @runtime_checkable
+class PricedEmbedder(Protocol):
+    """An Embedder whose calls cost money and say what each one consumed.
+
+    The graph meters a question's embeddings through it, so that they appear in
+    the trace and are charged to the budget. Local embedders are free and need
+    not implement it.
+    """
+
+    name: str
+
+    def embed_with_usage(self, texts: Sequence[str]) -> tuple[Vectors, Usage]: ...
+
+
+@runtime_checkable
 class VectorIndex(Protocol):
     """Chunks with their vectors, searchable by vector and by keywords."""
 
@@ -122,13 +136,22 @@ class VectorIndex(Protocol):
     def count(self) -> int: ...
 
 
+@dataclass(frozen=True, slots=True)
+class Reranked:
+    """One score per passage, in the order given (higher is more relevant), and
+    what the call cost: a hosted reranker is billed per request."""
+
+    scores: list[float]
+    usage: Usage
+
+
 @runtime_checkable
 class Reranker(Protocol):
-    """Scores passages against a query; higher is more relevant."""
+    """Scores passages against a query."""
 
     name: str
 
-    def rerank(self, query: str, passages: Sequence[Chunk]) -> list[float]: ...
+    def rerank(self, query: str, passages: Sequence[Chunk]) -> Reranked: ...
 
 
 SessionStatus = Literal["active", "warned", "ended"]

@@ -84,6 +84,6 @@ def search(
     fused = rrf_fuse([rankings.dense, rankings.keyword], k=rrf_k)
     if strategy == "hybrid" or reranker is None or not fused:
         return diversify(fused, per_source)[:top_k]
-    scores = reranker.rerank(query, [hit.chunk for hit in fused])
+    scores = reranker.rerank(query, [hit.chunk for hit in fused]).scores
     reranked = sorted(zip(fused, scores, strict=True), key=lambda pair: -pair[1])
     return diversify([Hit(hit.chunk, score) for hit, score in reranked], per_source)[:top_k]

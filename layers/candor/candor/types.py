@@ -9,6 +9,9 @@ from typing import Literal, TypedDict
 MetadataValue = str | int | float | bool
 Metadata = Mapping[str, MetadataValue]
 
+# The metadata key of the 1-based page a chunk of a paged document (PDF) starts on.
+PAGE_KEY = "page"
+
 
 class Message(TypedDict):
     """One chat message, as every chat model takes it."""
@@ -51,6 +54,16 @@ class Chunk:
     title: str = ""
     heading: str = ""
     metadata: Metadata = field(default_factory=dict)
+
+    @property
+    def page(self) -> int | None:
+        """The 1-based page the passage starts on, for a PDF (a link can open
+        `source#page=N`); None for documents without pages.
+
+        It lives in the metadata, which every index stores and gives back as it was.
+        """
+        value = self.metadata.get(PAGE_KEY)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,30 +1,25 @@
-"""The FastAPI application: routers, dependencies and the one place errors become responses."""
+"""The FastAPI application: routers, dependencies, the edge and the one error table."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, Request
-from fastapi.responses import JSONResponse
 
 from candor import __version__, guards, service
+from candor.api import errors
+from candor.api.edge import Edge, EdgeMiddleware, EdgeProvider, build_edge
+from candor.api.health import HealthCache
 from candor.api.schemas import (
     AskRequest,
     AskResponse,
-    DependencyHealth,
     ErrorResponse,
     HealthResponse,
+    ValidationErrorResponse,
 )
 from candor.deps import Deps
-from candor.errors import (
-    BudgetExhaustedError,
-    ConfigurationError,
-    ModelError,
-    RateLimitedError,
-    SessionEndedError,
-    StateStoreError,
-)
+from candor.settings import Settings
 
 DepsProvider = Callable[[], Deps]
 
@@ -34,7 +29,33 @@ def _deps(request: Request) -> Deps:
     return provider()
 
 
+def _edge(request: Request) -> Edge:
+    provider: EdgeProvider = request.app.state.edge_provider
+    return provider()
+
+
 DepsDep = Annotated[Deps, Depends(_deps)]
+EdgeDep = Annotated[Edge, Depends(_edge)]
+
+
+def _errors(**described: str) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI entries for error statuses, so that the schema names every response."""
+    return {
+        int(status): {"model": ErrorResponse, "description": d} for status, d in described.items()
+    }
+
+
+# What the edge (candor.api.edge) and the error table (candor.api.errors) can answer.
+EDGE_RESPONSES = _errors(
+    **{
+        "400": "The body is not valid JSON.",
+        "403": "The Origin is not allowed, a request without one has no valid X-Api-Key, "
+        "or the session was ended by moderation.",
+        "413": "The body is over 16 KB.",
+        "415": "The body is not application/json.",
+        "500": "A bug; the body is generic and the log has the detail under the trace id.",
+    }
+)
 
 ask_router = APIRouter(tags=["ask"])
 
@@ -43,21 +64,37 @@ ask_router = APIRouter(tags=["ask"])
     "/ask",
     response_model=AskResponse,
     responses={
-        403: {"model": ErrorResponse, "description": "The session was ended by moderation."},
-        429: {"model": ErrorResponse, "description": "Rate limited; see Retry-After."},
-        502: {"model": ErrorResponse, "description": "The language model failed."},
-        503: {"model": ErrorResponse, "description": "The spending budget is used up."},
+        **EDGE_RESPONSES,
+        **_errors(
+            **{
+                "401": "The session id is not one this server signed, or it expired "
+                "(reason session_invalid): start a new session.",
+                "429": "Rate limited; see Retry-After.",
+                "503": "The spending budget is used up, or a dependency (model, index, "
+                "state store) is unavailable; see Retry-After.",
+            }
+        ),
+        422: {"model": ValidationErrorResponse, "description": "The body is not a valid question."},
     },
 )
-async def ask(body: AskRequest, request: Request, deps: DepsDep) -> AskResponse:
+async def ask(body: AskRequest, request: Request, deps: DepsDep, edge: EdgeDep) -> AskResponse:
     """Answer a question from the documents with citations, or decline."""
+    # Only ids this server signed reach the guards and the session state: a
+    # forged one is refused here, before anything is written for it.
+    signer = edge.signer()
+    session_id = signer.verify(body.session_id) if body.session_id else signer.issue()
     address = guards.client_address(
         request.client.host if request.client else None,
         request.headers.get("x-forwarded-for"),
         deps.settings.trusted_proxy_hops,
     )
     result = await service.ask(
-        deps, body.question, session_id=body.session_id, top_k=body.top_k, client=address
+        deps,
+        body.question,
+        session_id=session_id,
+        top_k=body.top_k,
+        client=address,
+        trace_id=errors.trace_id_of(request),
     )
     return AskResponse.model_validate(result.to_json())
 
@@ -66,77 +103,51 @@ health_router = APIRouter(tags=["health"])
 
 
 @health_router.get("/health", response_model=HealthResponse)
-def health(deps: DepsDep) -> HealthResponse:
-    """Report each dependency; cheap checks only, no model call."""
-    checks: dict[str, DependencyHealth] = {}
-    settings = deps.settings
-    try:
-        chunks = deps.index.count()
-        checks["index"] = DependencyHealth(
-            ok=chunks > 0,
-            backend=settings.index_backend,
-            detail=f"{chunks} chunks" if chunks else "empty: run `candor ingest` first",
-        )
-    except Exception as error:  # health must report, not raise
-        checks["index"] = DependencyHealth(
-            ok=False, backend=settings.index_backend, detail=str(error)
-        )
-    checks["embedder"] = DependencyHealth(
-        ok=True,
-        backend=settings.embedder_backend,
-        detail=f"{deps.embedder.name}, {deps.embedder.dimensions} dims",
+def health(request: Request) -> HealthResponse:
+    """`ok` or `degraded` per dependency, checked at most every 30 s; `candor health` tells why."""
+    cache: HealthCache = request.app.state.health
+    checks = cache.get(lambda: _deps(request))
+    status = "ok" if all(checks.values()) else "degraded"
+    return HealthResponse(
+        status=status,
+        dependencies={name: "ok" if ok else "degraded" for name, ok in checks.items()},
     )
-    checks["chat"] = DependencyHealth(ok=True, backend=settings.chat_backend, detail=deps.chat.name)
-    try:
-        deps.state.get_session("health-check")
-        checks["state"] = DependencyHealth(ok=True, backend=settings.state_backend)
-    except Exception as error:
-        checks["state"] = DependencyHealth(
-            ok=False, backend=settings.state_backend, detail=str(error)
-        )
-    status = "ok" if all(c.ok for c in checks.values()) else "degraded"
-    return HealthResponse(status=status, dependencies=checks)
 
 
-def _error(status: int, detail: str, headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse(status_code=status, content={"detail": detail}, headers=headers)
+class _EdgeFromDeps:
+    """The edge from the dependencies' own settings, rebuilt when those change (tests)."""
+
+    def __init__(self, app: FastAPI) -> None:
+        self._app = app
+        self._built: tuple[Settings, Edge] | None = None
+
+    def __call__(self) -> Edge:
+        settings = self._app.state.deps_provider().settings
+        if self._built is None or self._built[0] is not settings:
+            self._built = (settings, build_edge(settings))
+        return self._built[1]
 
 
 def create_app(
-    deps_provider: DepsProvider, *, routers: tuple[APIRouter, ...] | None = None
+    deps_provider: DepsProvider,
+    *,
+    edge_provider: EdgeProvider | None = None,
+    routers: tuple[APIRouter, ...] | None = None,
 ) -> FastAPI:
-    """Build the app. `deps_provider` is called per request and should cache its result."""
+    """Build the app. Both providers are called per request and should cache their result.
+
+    Without `edge_provider`, the edge follows the settings of the dependencies.
+    """
     app = FastAPI(
         title="candor",
         version=__version__,
         description="Answers from your documents with citations, or declines honestly.",
     )
     app.state.deps_provider = deps_provider
+    app.state.edge_provider = edge_provider or _EdgeFromDeps(app)
+    app.state.health = HealthCache()
     for router in routers or (ask_router, health_router):
         app.include_router(router)
-
-    @app.exception_handler(SessionEndedError)
-    async def _ended(request: Request, error: SessionEndedError) -> JSONResponse:
-        return _error(403, str(error))
-
-    @app.exception_handler(RateLimitedError)
-    async def _rate(request: Request, error: RateLimitedError) -> JSONResponse:
-        return _error(429, error.reason, {"Retry-After": str(error.retry_after)})
-
-    @app.exception_handler(BudgetExhaustedError)
-    async def _budget(request: Request, error: BudgetExhaustedError) -> JSONResponse:
-        return _error(503, error.reason)
-
-    @app.exception_handler(StateStoreError)
-    async def _state(request: Request, error: StateStoreError) -> JSONResponse:
-        return _error(503, f"candor's state store is unavailable: {error}")
-
-    @app.exception_handler(ModelError)
-    async def _model(request: Request, error: ModelError) -> JSONResponse:
-        return _error(502, f"the language model failed: {error}")
-
-    @app.exception_handler(ConfigurationError)
-    async def _config(request: Request, error: ConfigurationError) -> JSONResponse:
-        return _error(500, f"candor is misconfigured: {error}")
-
+    errors.install(app)
+    app.add_middleware(EdgeMiddleware, edge=lambda: app.state.edge_provider())
     return app

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
 from candor.graph.state import Decision
 
-SESSION_ID_PATTERN = r"^[A-Za-z0-9_-]{8,64}$"
+# The shape of an id the server signs (candor.api.sessions); only the signature
+# check tells a real one from a forgery.
+SESSION_ID_PATTERN = r"^[A-Za-z0-9_.-]{8,128}$"
 
 
 class AskRequest(BaseModel):
@@ -16,7 +18,10 @@ class AskRequest(BaseModel):
     session_id: str | None = Field(
         default=None,
         pattern=SESSION_ID_PATTERN,
-        description="Continue a conversation; omit to start a new one.",
+        description=(
+            "Continue a conversation with the session_id of an earlier response; omit it to "
+            "start a new one. An id this server did not sign, or an expired one, gets 401."
+        ),
     )
     top_k: int | None = Field(default=None, ge=1, le=10, description="Passages to retrieve.")
 
@@ -33,6 +38,10 @@ class CitationOut(BaseModel):
     source: str
     title: str
     snippet: str
+    page: int | None = Field(
+        default=None,
+        description="For a PDF, the page the passage starts on: link to `source#page=N`.",
+    )
 
 
 class TraceStepOut(BaseModel):
@@ -57,15 +66,22 @@ class AskResponse(BaseModel):
 
 
 class ErrorResponse(BaseModel):
-    detail: str
+    detail: str = Field(description="What went wrong, for the visitor; never internal detail.")
+    reason: str = Field(description="A stable code, such as session_invalid or rate_limited.")
+    trace_id: str = Field(
+        pattern=r"^[0-9a-f]{32}$", description="Quote it to the operator: the log has the detail."
+    )
 
 
-class DependencyHealth(BaseModel):
-    ok: bool
-    backend: str
-    detail: str = ""
+class ValidationErrorResponse(BaseModel):
+    detail: list[dict[str, Any]] = Field(description="Each field that is wrong, and why.")
+    reason: Literal["invalid_request"]
+    trace_id: str = Field(pattern=r"^[0-9a-f]{32}$")
+
+
+Status = Literal["ok", "degraded"]
 
 
 class HealthResponse(BaseModel):
-    status: Literal["ok", "degraded"]
-    dependencies: dict[str, DependencyHealth]
+    status: Status
+    dependencies: dict[str, Status]

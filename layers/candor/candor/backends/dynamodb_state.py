@@ -25,7 +25,7 @@ import time
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from candor.errors import StateStoreError
 from candor.ports import CacheKey, RateDecision, Session, SessionStatus, Turn
@@ -243,6 +243,10 @@ class DynamoDBStateStore:
             response = self._client.get_item(TableName=self._table, Key=key, ConsistentRead=True)
         except ClientError as error:
             raise StateStoreError(f"DynamoDB GetItem failed: {_code(error)}") from error
+        except BotoCoreError as error:  # no answer: connection, timeout, credentials
+            raise StateStoreError(
+                f"DynamoDB GetItem failed: {type(error).__name__}: {error}"
+            ) from error
         item: dict[str, Any] | None = response.get("Item")
         if item is None or include_expired:
             return item
@@ -270,6 +274,10 @@ class DynamoDBStateStore:
             )
         except ClientError as error:
             raise StateStoreError(f"DynamoDB UpdateItem failed: {_code(error)}") from error
+        except BotoCoreError as error:
+            raise StateStoreError(
+                f"DynamoDB UpdateItem failed: {type(error).__name__}: {error}"
+            ) from error
         attributes: dict[str, Any] | None = response.get("Attributes")
         return attributes
 
@@ -296,6 +304,10 @@ class DynamoDBStateStore:
             return False
         except ClientError as error:
             raise StateStoreError(f"DynamoDB UpdateItem failed: {_code(error)}") from error
+        except BotoCoreError as error:
+            raise StateStoreError(
+                f"DynamoDB UpdateItem failed: {type(error).__name__}: {error}"
+            ) from error
         return True
 
     # Ingest completion records (candor.ingest.records), one item per document:

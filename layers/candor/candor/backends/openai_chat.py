@@ -12,9 +12,10 @@ The synchronous client runs in a worker thread rather than the SDK's async one:
 an async client's connections belong to the event loop that opened them, and
 both Mangum and `asyncio.run` (the CLI, tests) may run each request in a new loop.
 
-Timeouts and retries are the SDK's own: `timeout` bounds each attempt and
-`max_retries` the attempts after the first (connection errors, 408, 409, 429 and
-5xx, with backoff). What still fails becomes candor.errors.ModelError.
+`timeout` bounds each attempt and `max_retries` the attempts after the first
+(connection errors, 408, 409, 429 and 5xx, with backoff), both within the
+request's deadline (candor.backends.openai_client). What still fails becomes
+candor.errors.ModelError; running out of time, DeadlineExceededError.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from candor import deadline
 from candor.backends.openai_client import LazyOpenAIClient
 from candor.backends.threaded import iterate_in_thread
 from candor.errors import ModelError
@@ -79,12 +81,16 @@ class OpenAIChatModel:
         from openai import OpenAIError
 
         try:
-            return self.client().chat.completions.parse(
-                model=self.name,
-                messages=[dict(m) for m in messages],  # type: ignore[misc]
-                response_format=schema,
-                max_completion_tokens=max_tokens,
-                temperature=self._temperature,
+            return self.client.call(
+                lambda client, timeout: client.chat.completions.parse(
+                    model=self.name,
+                    messages=[dict(m) for m in messages],  # type: ignore[misc]
+                    response_format=schema,
+                    max_completion_tokens=max_tokens,
+                    temperature=self._temperature,
+                    timeout=timeout,
+                ),
+                f"a {self.name} call",
             )
         # A reply cut off by max_tokens, filtered, or not matching the schema is
         # as much a failed decision as a provider error.
@@ -101,16 +107,27 @@ class OpenAIChatModel:
         usage: Any = None
         wire: Any = [dict(m) for m in messages]  # the SDK types each role's dict apart
         try:
-            chunks = self.client().chat.completions.create(
-                model=self.name,
-                messages=wire,
-                max_completion_tokens=max_tokens,
-                temperature=self._temperature,
-                stream=True,
-                stream_options={"include_usage": True},
+            # Opening the stream is the request: its status (a 429, a 5xx) arrives
+            # before the first chunk, so it is retried like any other call. A
+            # stream that breaks later is not: its first pieces are already out.
+            chunks = self.client.call(
+                lambda client, timeout: client.chat.completions.create(
+                    model=self.name,
+                    messages=wire,
+                    max_completion_tokens=max_tokens,
+                    temperature=self._temperature,
+                    stream=True,
+                    stream_options={"include_usage": True},
+                    timeout=timeout,
+                ),
+                f"a {self.name} call",
             )
             with chunks:
                 for chunk in chunks:
+                    # The attempt's timeout bounds each read, not the whole stream.
+                    current = deadline.current()
+                    if current is not None:
+                        current.check(f"the rest of a {self.name} stream")
                     usage = chunk.usage or usage
                     for choice in chunk.choices:
                         if choice.delta.content:

@@ -1,16 +1,40 @@
-"""The OpenAI client the adapters share, created on first use.
+"""The OpenAI client the adapters share, created on first use, and its retries.
 
 Importing `openai` costs about half a second of cold start, so a Lambda that
 never calls OpenAI never imports it, and one that does imports it once.
+
+Retries are candor's, not the SDK's: the SDK sleeps for whatever Retry-After a
+server sends, up to two minutes, and knows nothing of the request's deadline.
+Here each attempt is cut at the configured timeout or the time left before the
+deadline (candor.deadline), whichever is less, and a retry is made only when its
+wait and a useful attempt still fit. When time runs out the call raises
+DeadlineExceededError; other failures are the SDK's errors, for the adapter to
+turn into ModelError.
 """
 
 from __future__ import annotations
 
+import random
 import threading
-from typing import TYPE_CHECKING
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
+
+from candor import deadline
+from candor.errors import DeadlineExceededError
 
 if TYPE_CHECKING:
-    from openai import OpenAI
+    from openai import OpenAI, OpenAIError
+
+T = TypeVar("T")
+
+# An attempt with less time than this left is not started: it could not finish.
+MIN_ATTEMPT_SECONDS = 0.25
+# The SDK's own backoff: 0.5 s doubling to 8 s, less up to a quarter of jitter.
+INITIAL_BACKOFF_SECONDS = 0.5
+MAX_BACKOFF_SECONDS = 8.0
+# A server-directed wait longer than this is not waited for, deadline or not.
+MAX_RETRY_AFTER_SECONDS = 60.0
 
 
 class LazyOpenAIClient:
@@ -33,6 +57,71 @@ class LazyOpenAIClient:
                     api_key=self._api_key,
                     base_url=self._base_url,
                     timeout=self._timeout,
-                    max_retries=self._max_retries,
+                    max_retries=0,  # see call()
                 )
             return self._client
+
+    def call(self, request: Callable[[OpenAI, float], T], what: str) -> T:
+        """`request(client, timeout)`, retried within the attempts and the deadline.
+
+        `what` names the call in a DeadlineExceededError.
+        """
+        from openai import OpenAIError
+
+        client = self()
+        for attempt in range(self._max_retries + 1):
+            left = deadline.remaining()
+            if left is not None and left < MIN_ATTEMPT_SECONDS:
+                raise DeadlineExceededError(f"no time left for {what}")
+            timeout = self._timeout if left is None else min(self._timeout, left)
+            try:
+                return request(client, timeout)
+            except OpenAIError as error:
+                wait = _retry_wait(error, attempt)
+                left = deadline.remaining()
+                if left is not None and left < MIN_ATTEMPT_SECONDS:
+                    raise DeadlineExceededError(f"{what} ran out of time") from error
+                if wait is None or attempt == self._max_retries:
+                    raise
+                if left is not None and wait + MIN_ATTEMPT_SECONDS > left:
+                    raise DeadlineExceededError(f"no time left to retry {what}") from error
+                time.sleep(wait)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def _retry_wait(error: OpenAIError, attempt: int) -> float | None:
+    """Seconds to wait before retrying after `error`, or None if it is not worth retrying.
+
+    The same errors as the SDK retries: connection errors and timeouts, 408, 409,
+    429 and 5xx, unless the server says otherwise (x-should-retry).
+    """
+    from openai import APIConnectionError, APIStatusError
+
+    if isinstance(error, APIConnectionError):
+        return _backoff(attempt)
+    if not isinstance(error, APIStatusError):
+        return None
+    headers = error.response.headers
+    should = headers.get("x-should-retry")
+    status = error.status_code
+    if should == "false" or (should != "true" and status not in (408, 409, 429) and status < 500):
+        return None
+    retry_after = _retry_after(headers.get("retry-after-ms"), 1000) or _retry_after(
+        headers.get("retry-after"), 1
+    )
+    if retry_after is None:
+        return _backoff(attempt)
+    return retry_after if retry_after <= MAX_RETRY_AFTER_SECONDS else None
+
+
+def _retry_after(value: str | None, per_second: float) -> float | None:
+    try:
+        seconds = float(value) / per_second if value is not None else None
+    except ValueError:
+        return None  # an HTTP date: rare from OpenAI; fall back to the backoff
+    return seconds if seconds is not None and seconds >= 0 else None
+
+
+def _backoff(attempt: int) -> float:
+    delay = min(INITIAL_BACKOFF_SECONDS * 2.0**attempt, MAX_BACKOFF_SECONDS)
+    return delay * (1 - 0.25 * random.random())  # jitter, not security

@@ -2,8 +2,11 @@
 
 Texts go in requests of at most 256 inputs (the API takes 2048 inputs and 300k
 tokens per request; 256 passages of 800 characters stay far below both). Vectors
-come back in input order and unit length. Token usage accumulates on the instance
-(`tokens`, `cost_usd`) for ingest reports. SDK errors become ModelError.
+come back in input order and unit length. Each call reports its usage
+(`embed_with_usage`, so that a question's embedding is traced and charged), and
+usage also accumulates on the instance (`tokens`, `cost_usd`) for ingest reports.
+SDK errors become ModelError; running out of the request's time,
+DeadlineExceededError (candor.backends.openai_client).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from candor.backends.openai_client import LazyOpenAIClient
 from candor.errors import ConfigurationError, ModelError
 from candor.ports import Vectors
 from candor.settings import Price
+from candor.types import Usage
 
 # The width each model returns unless asked for fewer (text-embedding-3-* accept
 # `dimensions`; ada-002 does not).
@@ -72,25 +76,38 @@ class OpenAIEmbedder:
         self._lock = threading.Lock()  # guards the usage counters across worker threads
 
     def embed(self, texts: Sequence[str]) -> Vectors:
+        return self.embed_with_usage(texts)[0]
+
+    def embed_with_usage(self, texts: Sequence[str]) -> tuple[Vectors, Usage]:
         out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        tokens = 0
         for start in range(0, len(texts), MAX_INPUTS):
             batch = texts[start : start + MAX_INPUTS]
-            out[start : start + len(batch)] = self._embed_batch(batch)
+            out[start : start + len(batch)], batch_tokens = self._embed_batch(batch)
+            tokens += batch_tokens
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         np.divide(out, norms, out=out, where=norms > 0)
-        return out
+        calls = 1 if texts else 0
+        return out, Usage(tokens_in=tokens, cost_usd=self.price.cost(tokens, 0), calls=calls)
 
-    def _embed_batch(self, texts: Sequence[str]) -> Vectors:
+    def _embed_batch(self, texts: Sequence[str]) -> tuple[Vectors, int]:
+        """The batch's vectors and the tokens the API counted for it."""
         from openai import OpenAIError, omit
 
         # The API refuses an empty string; a space embeds to "nothing in particular".
         inputs = [text if text.strip() else " " for text in texts]
         try:
-            response = self.client().embeddings.create(
-                model=self.name,
-                input=inputs,
-                dimensions=omit if self._request_dimensions is None else self._request_dimensions,
-                encoding_format="float",
+            response = self.client.call(
+                lambda client, timeout: client.embeddings.create(
+                    model=self.name,
+                    input=inputs,
+                    dimensions=(
+                        omit if self._request_dimensions is None else self._request_dimensions
+                    ),
+                    encoding_format="float",
+                    timeout=timeout,
+                ),
+                f"a {self.name} call",
             )
         except OpenAIError as e:
             raise ModelError(f"{self.name}: {type(e).__name__}: {e}") from e
@@ -103,8 +120,8 @@ class OpenAIEmbedder:
                 f"{self.name}: embeddings of shape {matrix.shape}; "
                 f"expected ({len(inputs)}, {self.dimensions})"
             )
-        if response.usage is not None:
-            with self._lock:
-                self.tokens += response.usage.prompt_tokens
-                self.cost_usd += self.price.cost(response.usage.prompt_tokens, 0)
-        return matrix
+        tokens = int(response.usage.prompt_tokens) if response.usage is not None else 0
+        with self._lock:  # counted per batch: an ingest that fails later still reports it
+            self.tokens += tokens
+            self.cost_usd += self.price.cost(tokens, 0)
+        return matrix, tokens

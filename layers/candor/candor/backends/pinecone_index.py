@@ -29,7 +29,9 @@ ids by the document's prefix (`md5(source)-`), which Pinecone returns in
 sorted order, a page at a time.
 
 Every SDK error becomes candor.errors.IndexError_; caller mistakes (a vector of
-the wrong width) stay ValueError, as for the local index.
+the wrong width) stay ValueError, as for the local index. A query made within a
+request's deadline (candor.deadline) cuts each attempt at the time left and
+waits no longer than that for the SDK's retries: past it, DeadlineExceededError.
 """
 
 from __future__ import annotations
@@ -37,15 +39,17 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
+from candor import deadline
 from candor.backends.keyword_vectors import SparseVector, document_vector, query_vector
 from candor.backends.vectors import as_matrix
-from candor.errors import IndexError_
+from candor.errors import DeadlineExceededError, IndexError_
 from candor.ports import Vectors
 from candor.types import Chunk, Hit, Metadata, MetadataValue, Rankings
 
@@ -83,7 +87,9 @@ class PineconeVectorIndex:
         sparse: Index | None = None,
         max_batch_vectors: int = MAX_UPSERT_VECTORS,
         max_batch_bytes: int = MAX_UPSERT_BYTES,
+        attempt_timeout: float | None = None,
     ) -> None:
+        """`attempt_timeout`: seconds per query attempt (None: the SDK client's own)."""
         if dimensions < 1:
             raise ValueError(f"dimensions must be positive, not {dimensions}")
         if not 1 <= max_batch_vectors <= MAX_UPSERT_VECTORS:
@@ -94,6 +100,7 @@ class PineconeVectorIndex:
         self.namespace = namespace
         self.max_batch_vectors = max_batch_vectors
         self.max_batch_bytes = min(max_batch_bytes, MAX_UPSERT_BYTES)
+        self.attempt_timeout = attempt_timeout
         # Threads start on first use; only hybrid queries use them.
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="pinecone-query")
 
@@ -186,17 +193,33 @@ class PineconeVectorIndex:
         if top_k < 1:
             return Rankings(dense=[], keyword=[])
         flt = _filter(where)
+        # Read here: the pool's threads do not see the request's context.
+        left = deadline.remaining()
+        if left is not None and left <= 0:
+            raise DeadlineExceededError("the request's deadline passed before the index query")
+        timeout = self.attempt_timeout
+        if left is not None:
+            timeout = left if timeout is None else min(timeout, left)
         jobs: dict[str, Callable[[], list[Hit]]] = {}
         if dense_vector is not None:
-            jobs["dense"] = partial(self._ranked, self.dense_index, top_k, flt, vector=dense_vector)
+            jobs["dense"] = partial(
+                self._ranked, self.dense_index, top_k, flt, timeout, vector=dense_vector
+            )
         if sparse_vector and self.sparse_index is not None:
             jobs["keyword"] = partial(
-                self._ranked, self.sparse_index, top_k, flt, sparse_vector=sparse_vector.to_json()
+                self._ranked,
+                self.sparse_index,
+                top_k,
+                flt,
+                timeout,
+                sparse_vector=sparse_vector.to_json(),
             )
-        if len(jobs) == 2:
+        if len(jobs) == 2 or (jobs and left is not None):
             # Two round trips to two hosts: in parallel, the slower one sets the latency.
+            # Under a deadline even one runs in the pool, so that the wait can end at
+            # the deadline whatever the SDK's retries do.
             futures = {name: self._pool.submit(job) for name, job in jobs.items()}
-            results = {name: future.result() for name, future in futures.items()}
+            results = {name: _result(future) for name, future in futures.items()}
         else:
             results = {name: job() for name, job in jobs.items()}
         return Rankings(dense=results.get("dense", []), keyword=results.get("keyword", []))
@@ -263,6 +286,7 @@ class PineconeVectorIndex:
         index: Index,
         top_k: int,
         flt: dict[str, Any] | None,
+        timeout: float | None,
         *,
         vector: list[float] | None = None,
         sparse_vector: Mapping[str, Any] | None = None,
@@ -275,6 +299,7 @@ class PineconeVectorIndex:
                 filter=flt,
                 include_metadata=True,
                 namespace=self.namespace,
+                timeout=timeout,
             )
         )
         return [
@@ -296,6 +321,17 @@ class PineconeVectorIndex:
             return None
         values: list[float] = query.tolist()
         return values
+
+
+def _result(future: Future[T]) -> T:
+    """The job's result, waiting no longer than the request's deadline (if any) allows."""
+    left = deadline.remaining()
+    if left is None:
+        return future.result()
+    try:
+        return future.result(timeout=max(left, 0.0))
+    except FutureTimeout:
+        raise DeadlineExceededError("the index did not answer before the deadline") from None
 
 
 def _record_bytes(record: Mapping[str, Any]) -> int:

@@ -13,10 +13,13 @@ import math
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from pathlib import Path
 from typing import Any
 
+from candor.errors import StateStoreError
 from candor.ports import CacheKey, RateDecision, Session, SessionStatus, Turn
 
 SCHEMA = """
@@ -69,23 +72,38 @@ def window_bounds(window_seconds: int, now: float) -> tuple[int, int]:
 
 
 class SqliteStateStore:
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # isolation_level=None: autocommit; every statement below is atomic by itself.
-        self._db = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.executescript(SCHEMA)
-        self._db.executescript(INGEST_RECORDS_SCHEMA)
+    def __init__(self, path: Path, *, timeout: float = 30.0) -> None:
+        """`timeout`: seconds a write waits for another process's lock before it fails."""
+        self.path = path
         self._lock = threading.Lock()
         self._writes = 0
+        with self._locked():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            # isolation_level=None: autocommit; every statement below is atomic by itself.
+            self._db = sqlite3.connect(
+                path, timeout=timeout, isolation_level=None, check_same_thread=False
+            )
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.executescript(SCHEMA)
+            self._db.executescript(INGEST_RECORDS_SCHEMA)
 
     def close(self) -> None:
         self._db.close()
 
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Hold the connection; a lock that stays held, a full disk or a broken file
+        becomes a StateStoreError (the API's 503), with SQLite's reason as its cause."""
+        with self._lock:
+            try:
+                yield
+            except sqlite3.Error as e:
+                raise StateStoreError(f"SQLite state store {self.path}: {e}") from e
+
     # Sessions and moderation.
 
     def get_session(self, session_id: str) -> Session:
-        with self._lock:
+        with self._locked():
             row = self._db.execute(
                 "SELECT status, history FROM sessions WHERE id = ?", (session_id,)
             ).fetchone()
@@ -95,7 +113,7 @@ class SqliteStateStore:
         return Session(session_id, row[0], history)
 
     def record_offence(self, session_id: str) -> SessionStatus:
-        with self._lock:
+        with self._locked():
             (row,) = self._db.execute(
                 """
                 INSERT INTO sessions (id, status, updated_at) VALUES (?, 'warned', ?)
@@ -113,7 +131,7 @@ class SqliteStateStore:
         entry = json.dumps(
             {"question": turn.question, "answer": turn.answer, "decision": turn.decision}
         )
-        with self._lock:
+        with self._locked():
             # json_insert appends; the subquery then keeps the last `keep` entries,
             # all inside one statement.
             self._db.execute(
@@ -191,7 +209,7 @@ class SqliteStateStore:
             )
 
     def budget_spent(self, ledger_key: str) -> Decimal:
-        with self._lock:
+        with self._locked():
             row = self._db.execute(
                 "SELECT spent_nanos FROM ledgers WHERE key = ?", (ledger_key,)
             ).fetchone()
@@ -200,7 +218,7 @@ class SqliteStateStore:
     # Answer cache and corpus versions.
 
     def cache_get(self, key: CacheKey, *, now: float) -> str | None:
-        with self._lock:
+        with self._locked():
             row = self._db.execute(
                 "SELECT value FROM answer_cache WHERE digest = ? AND expires_at > ?",
                 (key.digest, now),
@@ -219,7 +237,7 @@ class SqliteStateStore:
         )
 
     def corpus_version(self, index_name: str) -> int:
-        with self._lock:
+        with self._locked():
             row = self._db.execute(
                 "SELECT version FROM corpus_versions WHERE index_name = ?", (index_name,)
             ).fetchone()
@@ -238,7 +256,7 @@ class SqliteStateStore:
         return int(row[0])
 
     def _write(self, sql: str, parameters: tuple[object, ...]) -> tuple[Any, ...] | None:
-        with self._lock:
+        with self._locked():
             # fetchall steps the statement to its end, so autocommit commits here.
             rows = self._db.execute(sql, parameters).fetchall()
             self._writes += 1
@@ -253,7 +271,7 @@ class SqliteStateStore:
     # Ingest completion records (candor.ingest.records).
 
     def ingest_record(self, index_name: str, source: str) -> str | None:
-        with self._lock:
+        with self._locked():
             row = self._db.execute(
                 "SELECT record FROM ingest_records WHERE index_name = ? AND source = ?",
                 (index_name, source),

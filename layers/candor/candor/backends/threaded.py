@@ -10,6 +10,7 @@ a lock it takes is released by the thread that took it.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
@@ -67,8 +68,9 @@ async def iterate_in_thread(open_iterator: Callable[[], Iterator[T]]) -> AsyncIt
         else:
             put(_End())
 
-    # The default executor, as asyncio.to_thread uses; asyncio.run waits for it.
-    loop.run_in_executor(None, work)
+    # As asyncio.to_thread does: the default executor (asyncio.run waits for it),
+    # and the caller's context, which holds the request's deadline.
+    loop.run_in_executor(None, contextvars.copy_context().run, work)
     try:
         while True:
             entry = await queue.get()

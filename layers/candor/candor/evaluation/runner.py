@@ -90,7 +90,7 @@ def evaluate_retrieval(
     *,
     embedder: Embedder,
     index: VectorIndex,
-    reranker: Reranker,
+    reranker: Reranker | None,
     settings: Settings,
     bar: bool,
 ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, int | None]]]:
@@ -222,10 +222,17 @@ def evaluate_agent(
     return records
 
 
+def measured_strategies(strategies: Sequence[str], reranker: Reranker | None) -> list[str]:
+    """The strategies to measure: hybrid_rerank only with a reranker configured
+    (CANDOR_RERANKER_BACKEND), since without one it would repeat hybrid's figures."""
+    if reranker is not None:
+        return list(strategies)
+    return [strategy for strategy in strategies if strategy != "hybrid_rerank"]
+
+
 def run_eval(settings: Settings, options: EvalOptions) -> dict[str, Any]:
     """Run the evaluation and return the report (see candor.evaluation.report)."""
-    from candor.backends.embedding_reranker import EmbeddingReranker
-    from candor.factory import build_embedder
+    from candor.factory import build_embedder, build_reranker
 
     started = time.perf_counter()
     documents = read_corpus(options.corpus)
@@ -237,12 +244,13 @@ def run_eval(settings: Settings, options: EvalOptions) -> dict[str, Any]:
     embedder = build_embedder(settings)
     settings = prepare_settings(settings, index_name(documents, embedder))
     index, ingested = build_index(settings, embedder, documents, bar=options.progress)
+    reranker = build_reranker(settings)
     retrieval_report, ranks = evaluate_retrieval(
         questions,
-        options.strategies,
+        measured_strategies(options.strategies, reranker),
         embedder=embedder,
         index=index,
-        reranker=EmbeddingReranker(embedder),
+        reranker=reranker,
         settings=settings,
         bar=options.progress,
     )
@@ -267,7 +275,7 @@ def run_eval(settings: Settings, options: EvalOptions) -> dict[str, Any]:
             "retrieval_top_k": RETRIEVAL_TOP_K,
             "candidates": max(settings.candidates, RETRIEVAL_TOP_K),
             "max_per_source": settings.max_per_source,
-            "reranker": "embedding (hybrid_rerank only)",
+            "reranker": f"{reranker.name} (hybrid_rerank only)" if reranker else None,
         },
         "retrieval": retrieval_report,
         "retrieval_ranks": ranks,
@@ -291,7 +299,7 @@ def _agent_section(
     from candor.factory import build_chat, build_reranker
 
     chat = build_chat(settings)
-    reranker = build_reranker(settings, embedder)
+    reranker = build_reranker(settings)
     # Load the model before the clock starts, so the first question's seconds are
     # its own. A failure here is not the run's: the first question records it.
     with contextlib.suppress(Exception):

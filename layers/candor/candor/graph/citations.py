@@ -43,9 +43,11 @@ def content_words(text: str) -> set[str]:
     }
 
 
-def cite(text: str, passages: Sequence[Hit]) -> tuple[str, tuple[Citation, ...]]:
-    """Keep only citation markers that name a passage the model was given.
+def cite(text: str, shown: Sequence[Hit]) -> tuple[str, tuple[Citation, ...]]:
+    """Keep only citation markers that name a passage the model was shown.
 
+    `shown` are the passages exactly as the prompt numbered them (from 1): any
+    other number, such as one copied from a document or the question, is dropped.
     Markers are renumbered in order of first use so the reader sees [1], [2], ...
     matching the citations list.
     """
@@ -54,11 +56,11 @@ def cite(text: str, passages: Sequence[Hit]) -> tuple[str, tuple[Citation, ...]]
 
     def renumber(match: re.Match[str]) -> str:
         given = int(match.group(1))
-        if not 1 <= given <= len(passages):
+        if not 1 <= given <= len(shown):
             return ""
         if given not in numbering:
             numbering[given] = len(numbering) + 1
-            citations.append(citation(passages[given - 1]))
+            citations.append(citation(shown[given - 1]))
         return f"[{numbering[given]}]"
 
     cleaned = MARKER.sub(renumber, text.strip())
@@ -97,7 +99,7 @@ def with_attribution(
 
 def citation(hit: Hit) -> Citation:
     chunk = hit.chunk
-    return Citation(chunk.id, chunk.source, chunk.title, _snippet(chunk.text))
+    return Citation(chunk.id, chunk.source, chunk.title, _snippet(chunk.text), chunk.page)
 
 
 def _snippet(text: str) -> str:

@@ -12,7 +12,7 @@ import re
 
 from candor import retrieval
 from candor.deps import Deps
-from candor.graph import prompts
+from candor.graph import limits, prompts
 from candor.graph.citations import cite, with_attribution
 from candor.graph.schemas import Grade, Moderation, Rewrite, Triage
 from candor.graph.state import GraphState, Intent, Update
@@ -26,9 +26,17 @@ async def moderate(state: GraphState, deps: Deps) -> Update:
     look before the session is warned: a false warning costs a visitor far more
     than one extra call on the rare flagged message.
     """
-    verdict = (await deps.chat.structured(prompts.triage(state.question), Triage)).value
+    verdict = (
+        await deps.chat.structured(
+            prompts.triage(state.question), Triage, max_tokens=limits.STRUCTURED_MAX_TOKENS
+        )
+    ).value
     if verdict.abusive:
-        second = await deps.chat.structured(prompts.moderation(state.question), Moderation)
+        second = await deps.chat.structured(
+            prompts.moderation(state.question),
+            Moderation,
+            max_tokens=limits.STRUCTURED_MAX_TOKENS,
+        )
         abusive = second.value.insulting
     else:
         abusive = False
@@ -87,7 +95,7 @@ async def retrieve(state: GraphState, deps: Deps) -> Update:
     settings = deps.settings
     hits = await asyncio.to_thread(
         retrieval.search,
-        state.query,
+        state.query[: limits.QUERY_CHARS],  # what the budget reserved for
         embedder=deps.embedder,
         index=deps.index,
         reranker=deps.reranker,
@@ -114,13 +122,17 @@ async def grade(state: GraphState, deps: Deps) -> Update:
     if not state.passages:
         return {"answerable": False}
     text = prompts.format_passages(state.passages, deps.settings.passage_chars)
-    verdict = await deps.chat.structured(prompts.grade(text, subject(state)), Grade)
+    verdict = await deps.chat.structured(
+        prompts.grade(text, subject(state)), Grade, max_tokens=limits.STRUCTURED_MAX_TOKENS
+    )
     return {"answerable": verdict.value.answerable}
 
 
 async def rewrite(state: GraphState, deps: Deps) -> Update:
     new = await deps.chat.structured(
-        prompts.rewrite(subject(state), state.queries), Rewrite, max_tokens=48
+        prompts.rewrite(subject(state), state.queries),
+        Rewrite,
+        max_tokens=limits.REWRITE_MAX_TOKENS,
     )
     query = new.value.query.strip()
     if query in state.queries:
@@ -136,7 +148,8 @@ async def generate(state: GraphState, deps: Deps) -> Update:
         if state.answer:  # a fixed reply, such as the contact details
             return {}
         reply = await deps.chat.text(
-            prompts.converse(state.question, settings.site_name), max_tokens=60
+            prompts.converse(state.question, settings.site_name),
+            max_tokens=limits.CONVERSE_MAX_TOKENS,
         )
         return {"answer": reply.text.strip()}
     decline: Update = {
@@ -145,14 +158,16 @@ async def generate(state: GraphState, deps: Deps) -> Update:
     }
     if not state.answerable:
         return decline
-    text = prompts.format_passages(state.passages, settings.passage_chars)
+    # Citations can name only the passages the prompt showed, by the numbers it showed.
+    shown = prompts.shown(state.passages)
+    text = prompts.format_passages(shown, settings.passage_chars)
     reply = await deps.chat.text(
         prompts.answer(text, subject(state)), max_tokens=settings.answer_max_tokens
     )
-    answer, citations = cite(reply.text, state.passages)
+    answer, citations = cite(reply.text, shown)
     if not citations:
         answer, citations = with_attribution(
-            reply.text, subject(state), state.passages, settings.passage_chars
+            reply.text, subject(state), shown, settings.passage_chars
         )
     if not citations:
         # An answer that no passage accounts for cannot be checked by the reader.

@@ -1,19 +1,47 @@
-"""The runner: executes nodes until END and records a trace step per node."""
+"""The runner: executes nodes until END and records a trace step per node.
+
+As it goes it emits events: a StepEvent when each node finishes, and a
+TokenEvent per piece of text generate's model call streams. POST /ask ignores
+them and takes the final state; POST /ask/stream and `candor ask` show them.
+
+It also holds each run to the limits the budget reserved for (candor.graph.limits):
+a node visited more often than `limits.visits` allows, or a model call that no
+slot of its node covers, is a bug and raises before anything is spent. And it
+keeps the request's deadline: no model call starts after it.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import TypeVar
 
 from pydantic import BaseModel
 
+from candor import deadline as deadlines
+from candor.deadline import Deadline
 from candor.deps import Deps
-from candor.graph import edges, nodes
+from candor.errors import ConfigurationError
+from candor.graph import edges, limits, nodes
 from candor.graph.state import GraphState, TraceStep, Update
-from candor.ports import ChatModel, Structured, Text, TextPiece, read_text
-from candor.types import NO_USAGE, Message, Usage
+from candor.ports import (
+    ChatModel,
+    Embedder,
+    PricedEmbedder,
+    Reranked,
+    Reranker,
+    Structured,
+    Text,
+    TextPiece,
+    Vectors,
+    read_text,
+)
+from candor.settings import Price
+from candor.types import NO_USAGE, Chunk, Message, Usage
 
 NodeFn = Callable[[GraphState, Deps], Awaitable[Update]]
 M = TypeVar("M", bound=BaseModel)
@@ -27,28 +55,117 @@ NODES: dict[str, NodeFn] = {
     "generate": nodes.generate,
 }
 
-# moderate, route, then at most max_attempts rounds of retrieve/grade/rewrite, then
-# generate. The edges already cap the loop; this bound guards against a future edge bug.
-MAX_STEPS_PER_ATTEMPT = 3
+
+@dataclass(frozen=True, slots=True)
+class StepEvent:
+    """A node finished: its trace step (name, milliseconds, tokens, cost)."""
+
+    step: TraceStep
+
+
+@dataclass(frozen=True, slots=True)
+class TokenEvent:
+    """A piece of the reply as generate's model call streams it.
+
+    The final answer can differ: citation markers are resolved at the end, and an
+    answer no passage accounts for becomes a decline.
+    """
+
+    text: str
+
+
+Event = StepEvent | TokenEvent
+Emit = Callable[[Event], None]
+
+# The node whose streamed text is the reply the visitor sees.
+STREAMING_NODE = "generate"
+
+
+def _ignore(event: Event) -> None:
+    pass
+
+
+class Meter:
+    """Adds up what one run's model calls and embeddings consumed.
+
+    The total is what the budget is trued up to; also a run that fails halfway
+    has its calls so far counted. `take` gives the part since the last take,
+    one trace step's worth.
+    """
+
+    def __init__(self) -> None:
+        self.usage = NO_USAGE
+        self._step = NO_USAGE
+
+    def add(self, usage: Usage) -> None:
+        self.usage = self.usage + usage
+        self._step = self._step + usage
+
+    def take(self) -> Usage:
+        step, self._step = self._step, NO_USAGE
+        return step
 
 
 class MeteredChatModel:
-    """Wraps the chat model to add up the usage of the calls one node makes."""
+    """The chat model as one node sees it: metered, within its node's slots and the deadline.
 
-    def __init__(self, inner: ChatModel) -> None:
+    A call cut short by cancellation (a client that hung up) reports no usage,
+    but the provider may bill it all the same: it is charged its bound, priced
+    at `price`, so that the budget is settled to no less than was spent.
+    """
+
+    def __init__(
+        self,
+        inner: ChatModel,
+        meter: Meter,
+        bounds: dict[str, limits.CallBound],
+        *,
+        price: Price | None = None,
+        emit: Emit = _ignore,
+    ) -> None:
         self.inner = inner
         self.name = inner.name
-        self.usage = NO_USAGE
+        self.meter = meter
+        self._bounds = bounds
+        self._price = price
+        self._emit = emit
+        self._node = ""
+        self._slots: list[limits.CallBound] = []
 
-    def take(self) -> Usage:
-        usage, self.usage = self.usage, NO_USAGE
-        return usage
+    def begin(self, node: str) -> None:
+        """A visit of `node` starts: it may make the calls its slots allow."""
+        self._node = node
+        self._slots = [limits.slot_bound(slot, self._bounds) for slot in limits.NODE_CALLS[node]]
+
+    def _admit(self, what: str, need: limits.CallBound) -> None:
+        current = deadlines.current()
+        if current is not None:
+            current.check(f"the {what} call of {self._node}")
+        for i, slot in enumerate(self._slots):
+            if slot.covers(need):
+                del self._slots[i]
+                return
+        raise RuntimeError(
+            f"{self._node} made a {what} call of up to {need.tokens_in} tokens in and "
+            f"{need.tokens_out} out that no slot of candor.graph.limits.NODE_CALLS covers: "
+            "the budget did not reserve for it"
+        )
+
+    def _interrupted(self, need: limits.CallBound) -> None:
+        cost = self._price.cost(need.tokens_in, need.tokens_out) if self._price else 0.0
+        self.meter.add(Usage(need.tokens_in, need.tokens_out, cost))
 
     async def structured(
         self, messages: Sequence[Message], schema: type[M], *, max_tokens: int = 128
     ) -> Structured[M]:
-        result = await self.inner.structured(messages, schema, max_tokens=max_tokens)
-        self.usage = self.usage + result.usage
+        need = limits.CallBound(limits.input_tokens(messages, schema), max_tokens)
+        self._admit(schema.__name__, need)
+        try:
+            result = await self.inner.structured(messages, schema, max_tokens=max_tokens)
+        except asyncio.CancelledError:
+            self._interrupted(need)
+            raise
+        self.meter.add(result.usage)
         return result
 
     async def text(self, messages: Sequence[Message], *, max_tokens: int = 256) -> Text:
@@ -57,10 +174,73 @@ class MeteredChatModel:
     async def stream(
         self, messages: Sequence[Message], *, max_tokens: int = 256
     ) -> AsyncIterator[TextPiece]:
-        async for piece in self.inner.stream(messages, max_tokens=max_tokens):
-            if isinstance(piece, Usage):
-                self.usage = self.usage + piece
-            yield piece
+        need = limits.CallBound(limits.input_tokens(messages), max_tokens)
+        self._admit("text", need)
+        reported = False
+        try:
+            async for piece in self.inner.stream(messages, max_tokens=max_tokens):
+                if isinstance(piece, Usage):
+                    self.meter.add(piece)
+                    reported = True
+                elif self._node == STREAMING_NODE:
+                    self._emit(TokenEvent(piece))
+                yield piece
+        except (asyncio.CancelledError, GeneratorExit):
+            if not reported:
+                self._interrupted(need)
+            raise
+
+
+class MeteredEmbedder:
+    """The embedder as one node sees it: metered when it is priced, within its node's texts."""
+
+    def __init__(self, inner: Embedder, meter: Meter) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.dimensions = inner.dimensions
+        self.meter = meter
+        self._node = ""
+        self._texts = 0
+        self._most = limits.embedding_tokens(["\U0010ffff" * limits.QUERY_CHARS])
+
+    def begin(self, node: str) -> None:
+        self._node = node
+        self._texts = limits.EMBEDDINGS.get(node, 0)
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        current = deadlines.current()
+        if current is not None:
+            current.check(f"the embedding of {self._node}")
+        if len(texts) > self._texts or any(
+            limits.embedding_tokens([text]) > self._most for text in texts
+        ):
+            raise RuntimeError(
+                f"{self._node} embedded {len(texts)} texts beyond candor.graph.limits.EMBEDDINGS"
+            )
+        self._texts -= len(texts)
+        if isinstance(self.inner, PricedEmbedder):
+            vectors, usage = self.inner.embed_with_usage(texts)
+            self.meter.add(usage)
+            return vectors
+        return self.inner.embed(texts)  # a local embedder: free
+
+
+class MeteredReranker:
+    """Wraps the reranker to add what its calls cost to the meter (a hosted reranker
+    is billed per request), so that the retrieve step's cost says so."""
+
+    def __init__(self, inner: Reranker, meter: Meter) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.meter = meter
+
+    def rerank(self, query: str, passages: Sequence[Chunk]) -> Reranked:
+        current = deadlines.current()
+        if current is not None:
+            current.check("the reranking")
+        result = self.inner.rerank(query, passages)
+        self.meter.add(result.usage)
+        return result
 
 
 def next_node(current: str, state: GraphState, max_attempts: int) -> str:
@@ -81,25 +261,63 @@ def next_node(current: str, state: GraphState, max_attempts: int) -> str:
             raise ValueError(f"unknown node {current!r}")
 
 
-async def run(state: GraphState, deps: Deps) -> GraphState:
-    """Run the graph from moderate to END and return the final state with its trace."""
+async def run(
+    state: GraphState,
+    deps: Deps,
+    *,
+    meter: Meter | None = None,
+    deadline: Deadline | None = None,
+    emit: Emit = _ignore,
+) -> GraphState:
+    """Run the graph from moderate to END and return the final state with its trace.
+
+    `meter` receives the usage of every call (also of a run that fails or is
+    cancelled); past `deadline`, no further model call starts:
+    DeadlineExceededError. `emit` receives the events as they happen.
+    """
     max_attempts = deps.settings.max_attempts
-    metered = MeteredChatModel(deps.chat)
-    node_deps = dataclasses.replace(deps, chat=metered)
+    meter = meter or Meter()
+    chat = MeteredChatModel(
+        deps.chat,
+        meter,
+        dict(limits.call_bounds(deps.settings)),
+        price=_price(deps),
+        emit=emit,
+    )
+    embedder = MeteredEmbedder(deps.embedder, meter)
+    reranker = MeteredReranker(deps.reranker, meter) if deps.reranker is not None else None
+    node_deps = dataclasses.replace(deps, chat=chat, embedder=embedder, reranker=reranker)
+    allowed = limits.visits(max_attempts)
+    visited: Counter[str] = Counter()
     trace: list[TraceStep] = []
     current = "moderate"
-    for _ in range(3 + MAX_STEPS_PER_ATTEMPT * max_attempts):
-        if current == "END":
-            break
-        started = time.perf_counter()
-        update = await NODES[current](state, node_deps)
-        ms = (time.perf_counter() - started) * 1000
-        usage = metered.take()
-        trace.append(
-            TraceStep(current, round(ms, 2), usage.tokens_in, usage.tokens_out, usage.cost_usd)
-        )
-        state = dataclasses.replace(state, **update)
-        current = next_node(current, state, max_attempts)
-    else:
-        raise RuntimeError("the graph did not reach END within its step bound")
+    with deadlines.bound(deadline):
+        while current != "END":
+            visited[current] += 1
+            if visited[current] > allowed[current]:
+                raise RuntimeError(
+                    f"the graph reached {current} more than the {allowed[current]} times "
+                    "candor.graph.limits.visits allows"
+                )
+            chat.begin(current)
+            embedder.begin(current)
+            started = time.perf_counter()
+            update = await NODES[current](state, node_deps)
+            ms = (time.perf_counter() - started) * 1000
+            usage = meter.take()
+            step = TraceStep(
+                current, round(ms, 2), usage.tokens_in, usage.tokens_out, usage.cost_usd
+            )
+            trace.append(step)
+            emit(StepEvent(step))
+            state = dataclasses.replace(state, **update)
+            current = next_node(current, state, max_attempts)
     return dataclasses.replace(state, trace=tuple(trace))
+
+
+def _price(deps: Deps) -> Price | None:
+    """The chat model's price, to charge a cancelled call; None when it has none."""
+    try:
+        return deps.settings.price(deps.chat.name)
+    except ConfigurationError:  # a fixed reservation (budget_reserve_usd) needs none
+        return None

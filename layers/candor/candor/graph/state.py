@@ -19,6 +19,8 @@ class Citation:
     source: str
     title: str
     snippet: str
+    # The 1-based page of a PDF the passage starts on: a link opens `source#page=N`.
+    page: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from candor.ingest.loaders import Document
+from candor.ingest.pages import with_pages
 from candor.types import Chunk
 
 HEADING_SEPARATOR = " > "
@@ -57,7 +58,8 @@ def chunk_id(source: str, index: int) -> str:
 
 
 def chunk_document(doc: Document, *, max_chars: int = 800, overlap: int = 100) -> list[Chunk]:
-    """The document's passages in document order, ids numbered from 0."""
+    """The document's passages in document order, ids numbered from 0; a PDF's with
+    the page each starts on (`Chunk.page`)."""
     if max_chars < 1:
         raise ValueError(f"max_chars must be positive, not {max_chars}")
     if not 0 <= overlap < max_chars:
@@ -66,7 +68,7 @@ def chunk_document(doc: Document, *, max_chars: int = 800, overlap: int = 100) -
     passage, _ = packer.siblings((), _Open(), _tree(doc))
     packer.close(passage)
     title = cap_bytes(doc.title, MAX_TITLE_BYTES)
-    return [
+    chunks = [
         Chunk(
             id=chunk_id(doc.source, index),
             text=text,
@@ -76,6 +78,8 @@ def chunk_document(doc: Document, *, max_chars: int = 800, overlap: int = 100) -
         )
         for index, (path, text) in enumerate(packer.passages)
     ]
+    # A PDF's chunks name the page they start on, for citations that open it there.
+    return with_pages(chunks, doc.pages) if doc.pages else chunks
 
 
 def cap_bytes(text: str, limit: int) -> str:

@@ -55,8 +55,9 @@ logger = logging.getLogger(__name__)
 
 # Part of every document fingerprint: bump it when the loaders or the chunker
 # change what the same bytes become, so that the next ingest redoes every document.
-# 2: titles and headings capped in bytes.
-PIPELINE_VERSION = "2"
+# 2: titles and headings capped in bytes. 3: PDFs read with PDFium, their chunks
+# carry their page.
+PIPELINE_VERSION = "3"
 HASH_KEY = "doc_hash"
 CHUNKS_KEY = "doc_chunks"
 # The most a chunk's stored fields (text, source, title, heading, metadata, as

@@ -1,0 +1,259 @@
+"""The public edge: who may call the routes that act, and in what shape, before any route runs.
+
+One ASGI middleware, outermost in the app, so that every refusal happens before
+a dependency is built or a model is called:
+
+- Each request gets its trace id here, so that errors carry one too.
+- A browser may call from the origins in CANDOR_ALLOWED_ORIGINS only: another
+  Origin is refused (403), its preflight too, and only a listed origin gets CORS
+  headers. A request without an Origin (a server, curl) needs one of the server
+  keys in X-Api-Key. `candor serve` with no origins configured (the local demo)
+  also takes loopback clients without one.
+- The body of a request that acts must be JSON (else 415) of at most 16 KB
+  (else 413), checked here rather than left to a FastAPI default that older
+  versions lack.
+- An exception no handler mapped is a generic 500, logged with the trace id.
+
+GET routes (/health, the API docs) are public and pass with only the trace id.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from uuid import uuid4
+
+from starlette.datastructures import Headers, MutableHeaders
+from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from candor import secrets as keys
+from candor.api.errors import (
+    TRACE_HEADER,
+    ApiKeyRequiredError,
+    BodyTooLargeError,
+    OriginNotAllowedError,
+    UnsupportedMediaTypeError,
+    error_response,
+)
+from candor.api.sessions import SessionSigner, signer_for
+from candor.errors import CandorError, ConfigurationError
+from candor.settings import Settings
+
+logger = logging.getLogger("candor.api")
+
+MAX_BODY_BYTES = 16 * 1024
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+ALLOW_METHODS = "GET, POST, OPTIONS"
+ALLOW_HEADERS = "content-type"
+EXPOSE_HEADERS = f"{TRACE_HEADER}, retry-after"
+PREFLIGHT_MAX_AGE = "600"
+
+
+@dataclass(frozen=True)
+class Edge:
+    """What the edge lets through. The keys are read on first use (SSM on AWS)."""
+
+    origins: frozenset[str]
+    server_keys: Callable[[], frozenset[str]] = field(default=frozenset)
+    sessions: Callable[[], SessionSigner] | None = None
+    loopback_without_origin: bool = False
+    max_body_bytes: int = MAX_BODY_BYTES
+
+    def signer(self) -> SessionSigner:
+        if self.sessions is None:
+            raise ConfigurationError("no session signer is configured")
+        return self.sessions()
+
+
+EdgeProvider = Callable[[], Edge]
+
+
+def build_edge(
+    settings: Settings, *, own_origins: Sequence[str] = (), loopback_without_origin: bool = False
+) -> Edge:
+    """The edge from settings; `own_origins` are those of a page the server itself serves."""
+
+    @cache
+    def server_keys() -> frozenset[str]:
+        value = keys.optional_secret(
+            direct=settings.api_keys,
+            parameter=settings.api_keys_parameter,
+            region=settings.aws_region,
+        )
+        return frozenset(k.strip() for k in (value or "").split(",") if k.strip())
+
+    return Edge(
+        origins=frozenset(settings.allowed_origins) | {o.lower() for o in own_origins},
+        server_keys=server_keys,
+        sessions=cache(lambda: signer_for(settings)),
+        loopback_without_origin=loopback_without_origin,
+    )
+
+
+def require_production_edge(settings: Settings) -> None:
+    """What a deployed API cannot start without: its origins and a shared session key."""
+    missing = []
+    if not settings.allowed_origins:
+        missing.append("CANDOR_ALLOWED_ORIGINS")
+    if settings.session_secret is None and not settings.session_secret_parameter:
+        missing.append("CANDOR_SESSION_SECRET_PARAMETER (or CANDOR_SESSION_SECRET)")
+    if missing:
+        raise ConfigurationError(f"the API cannot start without {' and '.join(missing)}")
+
+
+def _is_loopback(scope: Scope) -> bool:
+    client = scope.get("client")
+    if not client:
+        return False
+    try:
+        return ipaddress.ip_address(client[0]).is_loopback
+    except ValueError:
+        return False
+
+
+def _media_type(headers: Headers) -> str:
+    return headers.get("content-type", "").split(";", 1)[0].strip().lower()
+
+
+def _declared_length(headers: Headers) -> int | None:
+    value = headers.get("content-length")
+    return int(value) if value is not None and value.isdigit() else None
+
+
+class EdgeMiddleware:
+    def __init__(self, app: ASGIApp, *, edge: EdgeProvider) -> None:
+        self.app = app
+        self.edge = edge
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        trace_id = uuid4().hex
+        scope.setdefault("state", {})["trace_id"] = trace_id
+        headers = Headers(scope=scope)
+        origin = headers.get("origin")
+        method = scope["method"]
+        try:
+            edge = self.edge()
+        except CandorError as error:
+            if method not in SAFE_METHODS - {"OPTIONS"}:
+                await error_response(error, trace_id)(scope, receive, send)
+                return
+            # A public GET (/health above all) still answers, without CORS headers.
+            edge = Edge(origins=frozenset())
+        listed = origin is not None and origin.lower() in edge.origins
+        started = False
+
+        async def send_with_headers(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                response_headers = MutableHeaders(scope=message)
+                if TRACE_HEADER not in response_headers:
+                    response_headers.append(TRACE_HEADER, trace_id)
+                response_headers.add_vary_header("Origin")
+                if listed and origin is not None:
+                    response_headers["access-control-allow-origin"] = origin
+                    response_headers["access-control-expose-headers"] = EXPOSE_HEADERS
+            await send(message)
+
+        if method == "OPTIONS" and origin is not None:
+            response = self._preflight(listed, trace_id)
+            await response(scope, receive, send_with_headers)
+            return
+        if method not in SAFE_METHODS:
+            try:
+                refusal = self._refusal(edge, scope, headers, origin, listed)
+            except CandorError as error:  # the server keys cannot be read (SSM)
+                refusal = error
+            if refusal is None:
+                body = await self._read_body(receive, headers, edge.max_body_bytes)
+                if body is None:
+                    refusal = BodyTooLargeError()
+                else:
+                    receive = _replay(body, receive)
+            if refusal is not None:
+                await error_response(refusal, trace_id)(scope, receive, send_with_headers)
+                return
+        try:
+            await self.app(scope, receive, send_with_headers)
+        except Exception as error:
+            if started:
+                raise
+            # No handler took it: a bug. Generic text out, the detail in the log.
+            await error_response(error, trace_id)(scope, receive, send_with_headers)
+
+    def _preflight(self, listed: bool, trace_id: str) -> Response:
+        if not listed:
+            return error_response(OriginNotAllowedError(), trace_id)
+        return Response(
+            status_code=204,
+            headers={
+                "access-control-allow-methods": ALLOW_METHODS,
+                "access-control-allow-headers": ALLOW_HEADERS,
+                "access-control-max-age": PREFLIGHT_MAX_AGE,
+            },
+        )
+
+    def _refusal(
+        self, edge: Edge, scope: Scope, headers: Headers, origin: str | None, listed: bool
+    ) -> CandorError | None:
+        if origin is not None and not listed:
+            return OriginNotAllowedError()
+        if origin is None and not self._trusted_without_origin(edge, scope, headers):
+            return ApiKeyRequiredError()
+        if _media_type(headers) != "application/json":
+            return UnsupportedMediaTypeError()
+        return None
+
+    @staticmethod
+    def _trusted_without_origin(edge: Edge, scope: Scope, headers: Headers) -> bool:
+        presented = headers.get("x-api-key")
+        if presented:
+            # Every key is compared, in constant time each, so that the time taken
+            # says nothing about which key came close.
+            matches = [hmac.compare_digest(presented, key) for key in edge.server_keys()]
+            if any(matches):
+                return True
+        return edge.loopback_without_origin and _is_loopback(scope)
+
+    @staticmethod
+    async def _read_body(receive: Receive, headers: Headers, limit: int) -> bytes | None:
+        """The whole body, or None as soon as it is over `limit` bytes."""
+        declared = _declared_length(headers)
+        if declared is not None and declared > limit:
+            return None
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                break  # the client went away; the route sees an empty body
+            chunk: bytes = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                return None
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A receive that hands the route the body already read, then the real channel."""
+    pending = True
+
+    async def replay() -> Message:
+        nonlocal pending
+        if pending:
+            pending = False
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
