@@ -13,7 +13,16 @@ SHARED_EVAL ?= ../shared/eval
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON \
 	-DGGML_F16C=ON -DGGML_BMI2=ON -DLLAVA_BUILD=OFF
 
-.PHONY: install demo serve test lint typecheck unit corpus test-pdf bench eval clean dynamodb-local stress
+.PHONY: install demo serve test lint typecheck unit corpus test-pdf bench eval clean dynamodb-local stress \
+	sam build validate invoke
+
+# The AWS SAM CLI lives in a virtualenv of its own (its pins clash with the project's).
+# `sam build` needs python3.12, the Lambda runtime's, on PATH: pyenv's if there is one.
+SAM_VERSION := 1.170.0
+SAM_VENV := .candor/sam-venv
+SAM := $(SAM_VENV)/bin/sam
+PYTHON312 ?= $(or $(lastword $(sort $(wildcard $(HOME)/.pyenv/versions/3.12.*/bin/python3.12))),$(shell command -v python3.12))
+SAM_ENV := SAM_CLI_TELEMETRY=0 PATH="$(dir $(PYTHON312)):$$PATH"
 
 install: $(STAMP)
 
@@ -66,9 +75,34 @@ unit: install
 dynamodb-local:
 	bash scripts/dynamodb-local.sh install
 
-test: install corpus test-pdf dynamodb-local lint typecheck
+test: install corpus test-pdf dynamodb-local lint typecheck build
 	CANDOR_REQUIRE_DYNAMODB_LOCAL=1 CANDOR_REQUIRE_LOCAL_MODELS=1 CANDOR_TEST_CORPUS=$(CORPUS) \
 		CANDOR_TEST_PDF=$(TEST_PDF) $(BIN)/pytest
+
+sam: $(SAM)
+
+$(SAM):
+	@test -n "$(PYTHON312)" || { echo "make: sam build needs python3.12 on PATH (pyenv install 3.12)"; exit 1; }
+	$(PYTHON312) -m venv $(SAM_VENV)
+	$(SAM_VENV)/bin/pip install --quiet --disable-pip-version-check aws-sam-cli==$(SAM_VERSION)
+
+# The template as SAM and cfn-lint read it (about 5 s).
+validate: sam
+	cd infra && $(SAM_ENV) ../$(SAM) validate --lint
+
+# The Lambda artifacts in infra/.aws-sam/build (about 75 s, pip downloads included):
+# the layer (layers/candor/Makefile) and
+# the three functions. No Docker: python3.12 builds them. Then `cd infra && sam deploy`.
+build: sam validate
+	cd infra && $(SAM_ENV) ../$(SAM) build
+
+# One Lambda invocation on this machine, no Docker: the real handler with the event and
+# a Lambda context, on the embedded default (what `candor serve` uses). For example:
+#   make invoke FN=ask EVENT=events/ask.json
+#   make invoke FN=ingest EVENT=events/s3-put.json
+invoke: install
+	@test -n "$(FN)" -a -n "$(EVENT)" || { echo "usage: make invoke FN=ask|feedback|ingest EVENT=events/NAME.json"; exit 2; }
+	$(BIN)/python -m scripts.invoke $(FN) $(EVENT)
 
 # Concurrency proofs of the guards on DynamoDB Local and SQLite; ends with `STRESS {json}`.
 stress: install dynamodb-local
@@ -88,4 +122,4 @@ eval: install corpus
 	$(BIN)/candor eval --corpus $(CORPUS) --questions $(SHARED_EVAL)/git-doc-questions.jsonl --out eval-out
 
 clean:
-	rm -rf $(VENV) .candor .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .candor .mypy_cache .ruff_cache .pytest_cache infra/.aws-sam

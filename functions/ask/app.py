@@ -11,16 +11,16 @@ from __future__ import annotations
 from functools import cache
 from typing import Any, cast
 
-from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from mangum import Mangum
 
 from candor.api.app import create_app
 from candor.api.edge import Edge, build_edge, require_production_edge
 from candor.deps import Deps
+from candor.observability import API_GATEWAY_HTTP, logger, metrics, route_library_logs, tracer
 from candor.settings import Settings
 
-logger = Logger(service="candor-ask")
+route_library_logs()
 
 settings = Settings()
 require_production_edge(settings)
@@ -42,7 +42,9 @@ app = create_app(deps, edge_provider=edge)
 asgi = Mangum(app, lifespan="off")
 
 
-@logger.inject_lambda_context(clear_state=True)
+@logger.inject_lambda_context(correlation_id_path=API_GATEWAY_HTTP, clear_state=True)
+@tracer.capture_lambda_handler(capture_response=False)
+@metrics.log_metrics(capture_cold_start_metric=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     # Mangum declares its own LambdaContext protocol; the runtime object is the same.
     response: dict[str, Any] = asgi(event, cast(Any, context))

@@ -16,14 +16,15 @@ from functools import cache
 from typing import Any
 from urllib.parse import unquote_plus
 
-from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.data_classes import S3Event
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from candor import observability
 from candor.ingest.s3 import ObjectChange, S3Ingestion
+from candor.observability import logger, metrics, route_library_logs, tracer
 from candor.settings import get_settings
 
-logger = Logger(service="candor-ingest")
+route_library_logs()
 
 
 class RetryableIngestError(Exception):
@@ -65,6 +66,7 @@ def process(event: dict[str, Any], work: S3Ingestion) -> dict[str, Any]:
             logger.info(outcome.status, extra=outcome.to_json())
     summary = result.to_json()
     logger.info("ingest summary", extra=summary["summary"])
+    observability.count_ingest(summary["summary"])
     if result.report.retryable:
         raise RetryableIngestError(
             f"{len(result.report.retryable)} record(s) failed in a backend: "
@@ -74,5 +76,7 @@ def process(event: dict[str, Any], work: S3Ingestion) -> dict[str, Any]:
 
 
 @logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler(capture_response=False)
+@metrics.log_metrics(capture_cold_start_metric=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return process(event, ingestion())

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import fnmatch
+import json
+import time
 import uuid
 from collections.abc import Iterator
 from decimal import Decimal
@@ -10,10 +13,11 @@ from typing import Any
 
 import pytest
 
+from candor import traces
 from candor.backends.dynamodb_state import DynamoDBStateStore
 from candor.errors import ConfigurationError, StateStoreError
 from candor.factory import build_state
-from candor.ports import CacheKey, Turn
+from candor.ports import CacheKey, StoredTrace, Turn
 from candor.settings import Settings
 from tests.support import dynamodb_local
 
@@ -65,6 +69,7 @@ def test_the_ask_function_is_granted_every_call_the_store_makes(
     store.cache_get(key, now=0.0)
     store.bump_corpus_version("i")
     store.corpus_version("i")
+    store.put_trace(StoredTrace(uuid.uuid4().hex, session_id, time.time(), 2**31, "{}"))
 
     assert made <= granted_state_actions("AskFunction")
     assert made == {"dynamodb:GetItem", "dynamodb:UpdateItem"}
@@ -116,3 +121,43 @@ def test_settings_pick_the_dynamodb_store_and_its_endpoint(
 def test_the_dynamodb_store_needs_a_table_name(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="CANDOR_STATE_TABLE"):
         build_state(Settings(data_dir=tmp_path, state_backend="dynamodb"))
+
+
+def test_the_feedback_function_is_granted_every_call_and_key_a_rating_makes(
+    dynamodb_endpoint: str, table: str
+) -> None:
+    # The feedback function may touch only items whose partition key matches its
+    # LeadingKeys patterns; a rating must stay inside them, or it fails as AccessDenied.
+    client = dynamodb_local.client(dynamodb_endpoint)
+    calls: list[tuple[str, str]] = []
+
+    def record(model: Any, params: dict[str, Any], **_: Any) -> None:
+        key = json.loads(params["body"])["Key"]
+        calls.append((f"dynamodb:{model.name}", key["pk"]["S"]))
+
+    client.meta.events.register("before-call.dynamodb", record)
+    store = DynamoDBStateStore(table, client=client)
+    trace = StoredTrace(uuid.uuid4().hex, "session-1234", time.time(), 2**31, "{}")
+    DynamoDBStateStore(table, client=dynamodb_local.client(dynamodb_endpoint)).put_trace(trace)
+    settings = Settings()
+
+    for session in (trace.session_id, "someone-else"):  # rated, then refused (and read)
+        traces.rate(
+            store,
+            settings,
+            trace.trace_id,
+            traces.Feedback(1),
+            session_id=session,
+            client="203.0.113.17",
+        )
+    traces.rate(store, settings, "0" * 32, traces.Feedback(1), session_id="s-12345678")
+
+    policies = dynamodb_local.load_template()["Resources"]["FeedbackFunction"]["Properties"][
+        "Policies"
+    ]
+    # The table statement; the other reads the session key and the server keys.
+    (statement,) = [s for p in policies for s in p["Statement"] if "Condition" in s]
+    patterns = statement["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"]
+    assert {action for action, _ in calls} == set(statement["Action"])
+    for action, pk in calls:
+        assert any(fnmatch.fnmatchcase(pk, p) for p in patterns), f"{action} on {pk}"

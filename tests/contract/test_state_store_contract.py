@@ -19,7 +19,7 @@ import pytest
 
 from candor.backends.dynamodb_state import DynamoDBStateStore
 from candor.backends.sqlite_state import SqliteStateStore
-from candor.ports import CacheKey, StateStore, Turn
+from candor.ports import CacheKey, StateStore, StoredTrace, Turn, trace_day
 from tests.support import dynamodb_local
 from tests.support.concurrency import together
 
@@ -351,3 +351,93 @@ def test_ingest_records_survive_a_new_store_instance(backend: Backend) -> None:
     backend.store().set_ingest_record(index, "doc.md", "a")
 
     assert backend.store().ingest_record(index, "doc.md") == "a"
+
+
+# Traces and feedback.
+
+
+def a_trace(
+    session_id: str = "", *, created_at: float = NOW, expires_at: int = DAY_LATER
+) -> StoredTrace:
+    return StoredTrace(
+        trace_id=new_id(),
+        session_id=session_id or new_id(),
+        created_at=created_at,
+        expires_at=expires_at,
+        body='{"answer": "x"}',
+    )
+
+
+def test_a_stored_trace_is_read_back_until_it_expires(store: StateStore) -> None:
+    trace = a_trace(expires_at=int(NOW) + 60)
+    store.put_trace(trace)
+    assert store.get_trace(trace.trace_id, now=NOW) == trace
+    assert store.get_trace(trace.trace_id, now=NOW + 61) is None
+
+
+def test_an_unknown_trace_is_none(store: StateStore) -> None:
+    assert store.get_trace(new_id(), now=NOW) is None
+
+
+def test_the_session_that_asked_can_rate_its_trace(store: StateStore) -> None:
+    trace = a_trace()
+    store.put_trace(trace)
+    assert store.rate_trace(trace.trace_id, trace.session_id, '{"score": 1}', now=NOW) == "rated"
+    rated = store.get_trace(trace.trace_id, now=NOW)
+    assert rated is not None
+    assert rated.feedback == '{"score": 1}'
+    assert rated.body == trace.body
+
+
+def test_a_second_rating_replaces_the_first(store: StateStore) -> None:
+    trace = a_trace()
+    store.put_trace(trace)
+    store.rate_trace(trace.trace_id, trace.session_id, '{"score": 1}', now=NOW)
+    store.rate_trace(trace.trace_id, trace.session_id, '{"score": -1}', now=NOW)
+    rated = store.get_trace(trace.trace_id, now=NOW)
+    assert rated is not None and rated.feedback == '{"score": -1}'
+
+
+def test_another_session_cannot_rate_a_trace(store: StateStore) -> None:
+    trace = a_trace()
+    store.put_trace(trace)
+    store.rate_trace(trace.trace_id, trace.session_id, '{"score": 1}', now=NOW)
+    assert store.rate_trace(trace.trace_id, new_id(), '{"score": -1}', now=NOW) == "forbidden"
+    rated = store.get_trace(trace.trace_id, now=NOW)
+    assert rated is not None and rated.feedback == '{"score": 1}'
+
+
+def test_an_unknown_or_expired_trace_cannot_be_rated(store: StateStore) -> None:
+    expired = a_trace(expires_at=int(NOW) + 60)
+    store.put_trace(expired)
+    assert store.rate_trace(new_id(), new_id(), '{"score": 1}', now=NOW) == "unknown"
+    outcome = store.rate_trace(expired.trace_id, expired.session_id, '{"score": 1}', now=NOW + 61)
+    assert outcome == "unknown"
+    assert store.get_trace(new_id(), now=NOW) is None
+
+
+def test_traces_on_reads_one_day_oldest_first_with_feedback(store: StateStore) -> None:
+    day = trace_day(NOW)
+    later, earlier = a_trace(created_at=NOW + 20), a_trace(created_at=NOW + 10)
+    next_day = a_trace(created_at=NOW + 86_400)
+    gone = a_trace(created_at=NOW + 30, expires_at=int(NOW) + 40)
+    for trace in (later, earlier, next_day, gone):
+        store.put_trace(trace)
+    store.rate_trace(later.trace_id, later.session_id, '{"score": -1}', now=NOW)
+
+    found = store.traces_on(day, now=NOW + 50)
+
+    assert [t.trace_id for t in found] == [earlier.trace_id, later.trace_id]
+    assert found[1].feedback == '{"score": -1}'
+    assert next_day.trace_id in {t.trace_id for t in store.traces_on(next_day.day, now=NOW)}
+
+
+def test_traces_on_finds_every_trace_of_a_busy_day(store: StateStore) -> None:
+    # More traces than shards: the DynamoDB store spreads a day over several.
+    traces = [a_trace(created_at=NOW + n) for n in range(40)]
+    for trace in traces:
+        store.put_trace(trace)
+
+    found = store.traces_on(trace_day(NOW), now=NOW)
+
+    assert [t.trace_id for t in found] == [t.trace_id for t in traces]

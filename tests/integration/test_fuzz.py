@@ -86,6 +86,9 @@ EXAMPLES = {
     ("POST /ask/stream", GenerationMode.POSITIVE): 50,
     ("POST /ask/stream", GenerationMode.NEGATIVE): 50,
     ("GET /health", GenerationMode.POSITIVE): 10,
+    # Random trace ids name no trace (404), and random session ids are not signed (401).
+    ("POST /feedback", GenerationMode.POSITIVE): 50,
+    ("POST /feedback", GenerationMode.NEGATIVE): 50,
 }
 
 

@@ -190,7 +190,7 @@ def state_table_properties() -> dict[str, Any]:
 
 
 def create_state_table(dynamodb: DynamoDBClient, name: str | None = None) -> str:
-    """Create a table with the template's key schema, billing mode and TTL; return its name."""
+    """Create a table with the template's keys, indexes, billing mode and TTL; return its name."""
     name = name or f"candor-state-{uuid.uuid4().hex[:12]}"
     properties = state_table_properties()
     dynamodb.create_table(
@@ -198,6 +198,7 @@ def create_state_table(dynamodb: DynamoDBClient, name: str | None = None) -> str
         KeySchema=properties["KeySchema"],
         AttributeDefinitions=properties["AttributeDefinitions"],
         BillingMode=properties["BillingMode"],
+        GlobalSecondaryIndexes=properties.get("GlobalSecondaryIndexes", []),
     )
     ttl = properties.get("TimeToLiveSpecification")
     if ttl:

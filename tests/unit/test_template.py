@@ -129,7 +129,7 @@ def resolved(value: Any) -> str | None:
 
 def test_the_template_has_the_functions_and_layer_the_tests_walk() -> None:
     # Guards the parametrised tests below against passing because they saw nothing.
-    assert {"AskFunction", "IngestFunction"} <= set(FUNCTIONS)
+    assert {"AskFunction", "FeedbackFunction", "IngestFunction"} <= set(FUNCTIONS)
     assert LAYERS == ["CandorLayer"]
     assert {"HttpApi"} == HTTP_APIS
 
@@ -142,7 +142,11 @@ def test_function_runs_on_python_3_12(logical_id: str) -> None:
 def test_layer_is_built_for_and_compatible_with_python_3_12() -> None:
     layer = RESOURCES["CandorLayer"]
     assert layer["Properties"]["CompatibleRuntimes"] == [RUNTIME]
-    assert layer["Metadata"]["BuildMethod"] == RUNTIME
+    # Built by layers/candor/Makefile, with the runtime's interpreter.
+    assert layer["Metadata"]["BuildMethod"] == "makefile"
+    makefile = (ROOT / "layers" / "candor" / "Makefile").read_text()
+    assert f"PYTHON ?= {RUNTIME}\n" in makefile
+    assert "build-CandorLayer:" in makefile
 
 
 @pytest.mark.parametrize("logical_id", FUNCTIONS)
@@ -170,12 +174,11 @@ def test_layer_content_uri_holds_the_package_and_its_requirements() -> None:
     ).resolve()
     assert (content / "candor" / "__init__.py").is_file()
     assert (content / "requirements.txt").is_file()
-    # Everything else in the folder would ship in the layer; sam build itself
-    # leaves out *.egg-info (from `pip install -e .`) and __pycache__.
-    shipped = {
+    # The Makefile builds the layer from these two (tests/integration/test_layer_build.py).
+    present = {
         p.name for p in content.iterdir() if p.suffix != ".egg-info" and p.name != "__pycache__"
     }
-    assert shipped == {"candor", "requirements.txt"}
+    assert present == {"candor", "requirements.txt", "Makefile"}
 
 
 @pytest.mark.parametrize("logical_id", FUNCTIONS)

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -330,6 +331,53 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_insights(args: argparse.Namespace) -> int:
+    """For the owner: what visitors asked, and what the documents are missing."""
+    from candor import insights
+    from candor.factory import build_embedder, build_state
+    from candor.traces import traces_since
+
+    if not 1 <= args.days <= 3650:
+        print("candor: --days must be between 1 and 3650", file=sys.stderr)
+        return EXIT_USAGE
+    settings = _settings()
+    now = time.time()
+    traces = traces_since(build_state(settings), args.days, now=now)
+    # Grouping declined questions by meaning needs the embedder; nothing else does.
+    declined = any(t.decision == "declined" and t.question for t in traces)
+    embedder = build_embedder(settings) if declined else None
+    data = insights.report(traces, days=args.days, now=now, embedder=embedder)
+    print(json.dumps(data, ensure_ascii=False) if args.json else insights.to_markdown(data))
+    if args.png is not None:
+        insights.write_chart(data, args.png)
+        print(f"wrote {args.png}", file=sys.stderr)
+    return 0
+
+
+def cmd_export_dpo(args: argparse.Namespace) -> int:
+    """Preference pairs (prompt, chosen, rejected) from rated answers, as JSON lines."""
+    from candor.dpo import preference_pairs
+    from candor.factory import build_state
+    from candor.traces import traces_since
+
+    if not 1 <= args.since <= 3650:
+        print("candor: --since must be between 1 and 3650", file=sys.stderr)
+        return EXIT_USAGE
+    settings = _settings()
+    export = preference_pairs(traces_since(build_state(settings), args.since))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with args.out.open("w", encoding="utf-8") as out:
+        for pair in export.pairs:
+            out.write(json.dumps(pair, ensure_ascii=False) + "\n")
+    print(
+        f"wrote {len(export.pairs)} preference pairs to {args.out} from "
+        f"{export.rated_down} answers rated down ({export.without_prompt} without a stored "
+        f"prompt, {export.without_chosen} without a better answer to pair with)",
+        file=sys.stderr,
+    )
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="candor",
@@ -387,6 +435,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     health.add_argument("--json", action="store_true", help="print the checks as JSON")
     health.set_defaults(run=cmd_health)
+
+    insights = commands.add_parser(
+        "insights", help="what visitors asked and what the documents are missing"
+    )
+    insights.add_argument("--days", type=int, default=7, help="UTC days back, today included")
+    insights.add_argument("--json", action="store_true", help="print the report as JSON")
+    insights.add_argument(
+        "--png", type=Path, default=None, metavar="FILE", help="chart questions and declines"
+    )
+    insights.set_defaults(run=cmd_insights)
+
+    export_dpo = commands.add_parser(
+        "export-dpo", help="preference pairs from rated answers (JSON lines, for DPO)"
+    )
+    export_dpo.add_argument("--out", type=Path, required=True, metavar="FILE.jsonl")
+    export_dpo.add_argument(
+        "--since", type=int, default=30, metavar="DAYS", help="UTC days back (default 30)"
+    )
+    export_dpo.set_defaults(run=cmd_export_dpo)
 
     serve = commands.add_parser("serve", help="serve the HTTP API")
     serve.add_argument("--host", default="127.0.0.1")

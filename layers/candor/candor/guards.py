@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
-from candor import __version__
+from candor import __version__, observability
 from candor.errors import BudgetExhaustedError, RateLimitedError
 from candor.graph import limits
 from candor.graph.state import Citation, Decision, GraphState
@@ -90,6 +90,7 @@ def check_rate_limits(
     for key, window, limit, what in checks:
         decision = state.hit_rate_limit(key, window_seconds=window, limit=limit, now=now)
         if not decision.allowed:
+            observability.count("rate_limited")
             raise RateLimitedError(
                 decision.retry_after,
                 f"{what}: at most {limit} every {window} s; try again in {decision.retry_after} s",
@@ -175,6 +176,7 @@ def reserve(
     for ledger, cap, expires_at, reason in ledgers:
         if not state.reserve_budget(ledger, amount, cap=cap, expires_at=expires_at):
             settle(state, holds, Decimal(0))
+            observability.count("budget_refused")
             raise BudgetExhaustedError(reason)
         holds.append(Hold(ledger, amount))
     return holds

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Generic, Literal, Protocol, TypeVar, runtime_checkable
 
@@ -238,6 +239,35 @@ class StateStore(Protocol):
         """Write the document's completion record; None removes it."""
         ...
 
+    # Traces and feedback: one trace per answered request, keyed by its trace id.
+    # Feedback is stored on its trace, so a rating and what it rates expire together
+    # and `candor insights` reads a day's traces with their ratings in one pass.
+
+    def put_trace(self, trace: StoredTrace) -> None:
+        """Store a trace; it expires at `trace.expires_at`."""
+        ...
+
+    def get_trace(self, trace_id: str, *, now: float) -> StoredTrace | None:
+        """The trace with its feedback, or None when absent or expired."""
+        ...
+
+    def rate_trace(
+        self, trace_id: str, session_id: str, feedback: str, *, now: float
+    ) -> RatingOutcome:
+        """Attach `feedback` to a live trace of `session_id`, replacing any earlier rating.
+
+        One conditional write: "rated"; "unknown" when the trace is absent or expired;
+        "forbidden" when another session asked it (nothing is written then).
+        """
+        ...
+
+    def traces_on(self, day: str, *, now: float) -> list[StoredTrace]:
+        """Every live trace created on a UTC day ("YYYY-MM-DD"), oldest first.
+
+        Reads that day only, not the whole store.
+        """
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class RateDecision:
@@ -257,3 +287,28 @@ class CacheKey:
     def digest(self) -> str:
         text = f"{self.settings_fingerprint}\x00{self.corpus_version}\x00{self.question}"
         return hashlib.sha256(text.encode()).hexdigest()
+
+
+RatingOutcome = Literal["rated", "unknown", "forbidden"]
+
+
+def trace_day(created_at: float) -> str:
+    """The UTC day a trace belongs to, as the stores index it."""
+    return datetime.fromtimestamp(created_at, UTC).strftime("%Y-%m-%d")
+
+
+@dataclass(frozen=True, slots=True)
+class StoredTrace:
+    """A trace as a store keeps it: the fields it indexes and checks, and the record
+    itself as JSON (candor.traces.Trace), which the store does not read."""
+
+    trace_id: str
+    session_id: str
+    created_at: float
+    expires_at: int
+    body: str
+    feedback: str | None = None  # JSON of candor.traces.Feedback
+
+    @property
+    def day(self) -> str:
+        return trace_day(self.created_at)

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import asdict, dataclass
 
 from candor import deadline as deadlines
-from candor import guards
+from candor import guards, traces
 from candor.deps import Deps
 from candor.errors import SessionEndedError
 from candor.graph import nodes, runner
@@ -208,7 +208,7 @@ async def prepare(
                 await _remember(
                     deps, session_id, Turn(question, cached.answer, cached.decision), trace_id
                 )
-                return AskResult(
+                result = AskResult(
                     answer=cached.answer,
                     decision=cached.decision,
                     citations=cached.citations,
@@ -218,6 +218,14 @@ async def prepare(
                     trace=(TraceStep("cache", ms, 0, 0, 0.0),),
                     cached=True,
                 )
+                await traces.record(
+                    deps,
+                    result,
+                    question=question,
+                    started=now,
+                    corpus_version=key.corpus_version,
+                )
+                return result
 
             return PreparedAsk(trace_id, answer_from_cache)
 
@@ -261,7 +269,7 @@ async def prepare(
         await _remember(
             deps, session_id, Turn(nodes.subject(final), final.answer, decision), trace_id
         )
-        return AskResult(
+        result = AskResult(
             answer=final.answer,
             decision=decision,
             citations=final.citations,
@@ -270,6 +278,11 @@ async def prepare(
             trace_id=trace_id,
             trace=final.trace,
         )
+        version = key.corpus_version if key is not None else None
+        await traces.record(
+            deps, result, question=question, started=now, final=final, corpus_version=version
+        )
+        return result
 
     return PreparedAsk(trace_id, answer_from_graph)
 

@@ -198,6 +198,11 @@ class Settings(BaseSettings):
     )
     aws_region: str | None = Field(default=None, description="unset: boto3's own lookup")
 
+    # Stored traces (candor.traces): what each request did, for feedback and `candor
+    # insights`. Without questions, insights can count declines but not list them.
+    trace_ttl_days: int = Field(default=30, ge=1, le=3650)
+    store_questions: bool = True
+
     _origins = field_validator("allowed_origins", mode="before")(parse_origins)
 
     @model_validator(mode="after")

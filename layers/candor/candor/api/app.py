@@ -11,13 +11,15 @@ from fastapi.responses import StreamingResponse
 from candor import __version__, guards, service
 from candor.api import errors, stream
 from candor.api.edge import Edge, EdgeMiddleware, EdgeProvider, build_edge
+from candor.api.feedback import feedback_router
 from candor.api.health import HealthCache
 from candor.api.schemas import (
+    EDGE_RESPONSES,
     AskRequest,
     AskResponse,
-    ErrorResponse,
     HealthResponse,
     ValidationErrorResponse,
+    error_responses,
 )
 from candor.deps import Deps
 from candor.settings import Settings
@@ -39,31 +41,12 @@ DepsDep = Annotated[Deps, Depends(_deps)]
 EdgeDep = Annotated[Edge, Depends(_edge)]
 
 
-def _errors(**described: str) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI entries for error statuses, so that the schema names every response."""
-    return {
-        int(status): {"model": ErrorResponse, "description": d} for status, d in described.items()
-    }
-
-
-# What the edge (candor.api.edge) and the error table (candor.api.errors) can answer.
-EDGE_RESPONSES = _errors(
-    **{
-        "400": "The body is not valid JSON.",
-        "403": "The Origin is not allowed, a request without one has no valid X-Api-Key, "
-        "or the session was ended by moderation.",
-        "413": "The body is over 16 KB.",
-        "415": "The body is not application/json.",
-        "500": "A bug; the body is generic and the log has the detail under the trace id.",
-    }
-)
-
 ask_router = APIRouter(tags=["ask"])
 
 
 ASK_RESPONSES: dict[int | str, dict[str, Any]] = {
     **EDGE_RESPONSES,
-    **_errors(
+    **error_responses(
         **{
             "401": "The session id is not one this server signed, or it expired "
             "(reason session_invalid): start a new session.",
@@ -147,15 +130,15 @@ def health(request: Request) -> HealthResponse:
     )
 
 
-class _EdgeFromDeps:
-    """The edge from the dependencies' own settings, rebuilt when those change (tests)."""
+class EdgeFromSettings:
+    """The edge built from the current settings, rebuilt only when those change (tests)."""
 
-    def __init__(self, app: FastAPI) -> None:
-        self._app = app
+    def __init__(self, settings: Callable[[], Settings]) -> None:
+        self._settings = settings
         self._built: tuple[Settings, Edge] | None = None
 
     def __call__(self) -> Edge:
-        settings = self._app.state.deps_provider().settings
+        settings = self._settings()
         if self._built is None or self._built[0] is not settings:
             self._built = (settings, build_edge(settings))
         return self._built[1]
@@ -179,10 +162,12 @@ def create_app(
         description="Answers from your documents with citations, or declines honestly.",
     )
     app.state.deps_provider = deps_provider
-    app.state.edge_provider = edge_provider or _EdgeFromDeps(app)
+    app.state.edge_provider = edge_provider or EdgeFromSettings(
+        lambda: app.state.deps_provider().settings
+    )
     app.state.health = HealthCache()
     app.state.keepalive_seconds = keepalive_seconds
-    for router in routers or (ask_router, health_router):
+    for router in routers or (ask_router, health_router, feedback_router):
         app.include_router(router)
     errors.install(app)
     app.add_middleware(EdgeMiddleware, edge=lambda: app.state.edge_provider())

@@ -85,3 +85,23 @@ Status = Literal["ok", "degraded"]
 class HealthResponse(BaseModel):
     status: Status
     dependencies: dict[str, Status]
+
+
+def error_responses(**described: str) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI entries for error statuses, so that the schema names every response."""
+    return {
+        int(status): {"model": ErrorResponse, "description": d} for status, d in described.items()
+    }
+
+
+# What the edge (candor.api.edge) and the error table (candor.api.errors) can answer.
+EDGE_RESPONSES = error_responses(
+    **{
+        "400": "The body is not valid JSON.",
+        "403": "The Origin is not allowed, a request without one has no valid X-Api-Key, "
+        "or the session was ended by moderation.",
+        "413": "The body is over 16 KB.",
+        "415": "The body is not application/json.",
+        "500": "A bug; the body is generic and the log has the detail under the trace id.",
+    }
+)

@@ -9,10 +9,19 @@ attribute `expires_at` (infra/template.yaml, StateTable). Items:
     budget#<ledger key>     ledger           spent, expires_at
     cache#<sha256>          answer           answer, expires_at
     corpus#<index name>     version          version
+    trace#<trace id>        trace            session_id, created_at, body, feedback,
+                                             day_shard, expires_at
+
+Traces are read by day through the global secondary index `by_day` (partition
+key `day_shard`, "<YYYY-MM-DD>#<n>"; sort key `created_at`), which only trace
+items enter. A day is spread over TRACE_SHARDS partitions by the trace id, so
+that one busy day cannot exceed one index partition's write rate; reading a day
+is one Query per shard, never a Scan.
 
 DynamoDB deletes expired items up to days late, so reads check `expires_at`
-themselves. The store calls only GetItem and UpdateItem: the template grants
-exactly those.
+themselves. The functions call only GetItem and UpdateItem: the template grants
+exactly those. Only `traces_on` (the owner's `candor insights`, with the owner's
+credentials) calls Query.
 """
 
 from __future__ import annotations
@@ -22,13 +31,22 @@ import json
 import math
 import random
 import time
+import zlib
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from candor.errors import StateStoreError
-from candor.ports import CacheKey, RateDecision, Session, SessionStatus, Turn
+from candor.ports import (
+    CacheKey,
+    RateDecision,
+    RatingOutcome,
+    Session,
+    SessionStatus,
+    StoredTrace,
+    Turn,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -40,6 +58,17 @@ SESSION_TTL_SECONDS = 30 * 86_400
 # round at least one of the writers racing on a session wins, so this many
 # rounds serve that many concurrent requests of one session.
 APPEND_ATTEMPTS = 10
+# The traces' index, as infra/template.yaml defines it (tests/unit/test_template.py
+# checks that the two agree).
+TRACE_INDEX = "by_day"
+TRACE_INDEX_KEYS = ("day_shard", "created_at")
+# Each index partition takes about 1,000 writes a second; four give a day four times
+# that, far above what the ask function's reserved concurrency can write.
+TRACE_SHARDS = 4
+
+
+def day_shard(trace_id: str, day: str) -> str:
+    return f"{day}#{zlib.crc32(trace_id.encode()) % TRACE_SHARDS}"
 
 
 def _s(value: str) -> AttributeValueTypeDef:
@@ -230,6 +259,76 @@ class DynamoDBStateStore:
         assert attributes is not None
         return int(_number(attributes, "version") or 0)
 
+    # Traces and feedback.
+
+    def put_trace(self, trace: StoredTrace) -> None:
+        self._update(
+            _key(f"trace#{trace.trace_id}", "trace"),
+            "SET #session = :session, #created = :created, #body = :body, "
+            "#shard = :shard, #expires = :expires",
+            names={
+                "#session": "session_id",
+                "#created": "created_at",
+                "#body": "body",
+                "#shard": TRACE_INDEX_KEYS[0],
+                "#expires": "expires_at",
+            },
+            values={
+                ":session": _s(trace.session_id),
+                ":created": _n(Decimal(repr(trace.created_at))),
+                ":body": _s(trace.body),
+                ":shard": _s(day_shard(trace.trace_id, trace.day)),
+                ":expires": _n(trace.expires_at),
+            },
+        )
+
+    def get_trace(self, trace_id: str, *, now: float) -> StoredTrace | None:
+        item = self._get(_key(f"trace#{trace_id}", "trace"), now=now)
+        return None if item is None else _trace(item)
+
+    def rate_trace(
+        self, trace_id: str, session_id: str, feedback: str, *, now: float
+    ) -> RatingOutcome:
+        rated = self._update_if(
+            _key(f"trace#{trace_id}", "trace"),
+            "SET #feedback = :feedback",
+            # A comparison with a missing attribute is false: no trace, no write.
+            "#session = :session AND #expires > :now",
+            names={"#feedback": "feedback", "#session": "session_id", "#expires": "expires_at"},
+            values={
+                ":feedback": _s(feedback),
+                ":session": _s(session_id),
+                ":now": _n(Decimal(str(round(now, 3)))),
+            },
+        )
+        if rated:
+            return "rated"
+        return "forbidden" if self.get_trace(trace_id, now=now) else "unknown"
+
+    def traces_on(self, day: str, *, now: float) -> list[StoredTrace]:
+        traces: list[StoredTrace] = []
+        for shard in range(TRACE_SHARDS):
+            request: dict[str, Any] = {
+                "TableName": self._table,
+                "IndexName": TRACE_INDEX,
+                "KeyConditionExpression": "#shard = :shard",
+                "ExpressionAttributeNames": {"#shard": TRACE_INDEX_KEYS[0]},
+                "ExpressionAttributeValues": {":shard": _s(f"{day}#{shard}")},
+            }
+            while True:
+                try:
+                    page = self._client.query(**request)
+                except ClientError as error:
+                    raise StateStoreError(f"DynamoDB Query failed: {_code(error)}") from error
+                for item in page.get("Items", []):
+                    trace = _trace(item)
+                    if trace.expires_at > now:
+                        traces.append(trace)
+                if "LastEvaluatedKey" not in page:
+                    break
+                request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return sorted(traces, key=lambda t: (t.created_at, t.trace_id))
+
     # The two calls everything above is made of.
 
     def _get(
@@ -342,6 +441,18 @@ class DynamoDBStateStore:
 def _ingest_key(index_name: str, source: str) -> dict[str, AttributeValueTypeDef]:
     digest = hashlib.sha256(source.encode("utf-8")).hexdigest()
     return _key(f"ingest#{index_name}#{digest}", "record")
+
+
+def _trace(item: dict[str, Any]) -> StoredTrace:
+    feedback = item.get("feedback")
+    return StoredTrace(
+        trace_id=str(item["pk"]["S"]).removeprefix("trace#"),
+        session_id=str(item["session_id"]["S"]),
+        created_at=float(item["created_at"]["N"]),
+        expires_at=int(item["expires_at"]["N"]),
+        body=str(item["body"]["S"]),
+        feedback=None if feedback is None else str(feedback["S"]),
+    )
 
 
 def _code(error: ClientError) -> str:

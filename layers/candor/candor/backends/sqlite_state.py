@@ -20,7 +20,15 @@ from pathlib import Path
 from typing import Any
 
 from candor.errors import StateStoreError
-from candor.ports import CacheKey, RateDecision, Session, SessionStatus, Turn
+from candor.ports import (
+    CacheKey,
+    RateDecision,
+    RatingOutcome,
+    Session,
+    SessionStatus,
+    StoredTrace,
+    Turn,
+)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -50,10 +58,22 @@ CREATE TABLE IF NOT EXISTS corpus_versions (
     index_name TEXT PRIMARY KEY,
     version INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS traces (
+    trace_id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    day TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    expires_at INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    feedback TEXT
+);
+CREATE INDEX IF NOT EXISTS traces_by_day ON traces (day, created_at);
 """
 
 NANO = Decimal("1e-9")
-# Expired windows, ledgers and cache entries are deleted every this many writes
+# StoredTrace's fields, in order.
+TRACE_COLUMNS = "trace_id, session_id, created_at, expires_at, body, feedback"
+# Expired windows, ledgers, cache entries and traces are deleted every this many writes
 # (DynamoDB deletes them by TTL).
 PURGE_EVERY = 500
 
@@ -265,8 +285,64 @@ class SqliteStateStore:
         return tuple(rows[0]) if rows else None
 
     def _purge(self, now: float) -> None:
-        for table in ("rate_windows", "ledgers", "answer_cache"):
+        for table in ("rate_windows", "ledgers", "answer_cache", "traces"):
             self._db.execute(f"DELETE FROM {table} WHERE expires_at < ?", (now,))
+
+    # Traces and feedback.
+
+    def put_trace(self, trace: StoredTrace) -> None:
+        self._write(
+            """
+            INSERT INTO traces (trace_id, session_id, day, created_at, expires_at, body)
+            VALUES (?, ?, ?, ?, ?, ?)
+            ON CONFLICT (trace_id) DO UPDATE SET
+                session_id = excluded.session_id, day = excluded.day,
+                created_at = excluded.created_at, expires_at = excluded.expires_at,
+                body = excluded.body
+            RETURNING trace_id
+            """,
+            (
+                trace.trace_id,
+                trace.session_id,
+                trace.day,
+                trace.created_at,
+                trace.expires_at,
+                trace.body,
+            ),
+        )
+
+    def get_trace(self, trace_id: str, *, now: float) -> StoredTrace | None:
+        with self._locked():
+            row = self._db.execute(
+                f"SELECT {TRACE_COLUMNS} FROM traces WHERE trace_id = ? AND expires_at > ?",
+                (trace_id, now),
+            ).fetchone()
+        return None if row is None else StoredTrace(*row)
+
+    def rate_trace(
+        self, trace_id: str, session_id: str, feedback: str, *, now: float
+    ) -> RatingOutcome:
+        row = self._write(
+            """
+            UPDATE traces SET feedback = ?
+            WHERE trace_id = ? AND session_id = ? AND expires_at > ?
+            RETURNING trace_id
+            """,
+            (feedback, trace_id, session_id, now),
+        )
+        if row is not None:
+            return "rated"
+        # Nothing was written; a read tells the two refusals apart.
+        return "forbidden" if self.get_trace(trace_id, now=now) else "unknown"
+
+    def traces_on(self, day: str, *, now: float) -> list[StoredTrace]:
+        with self._locked():
+            rows = self._db.execute(
+                f"SELECT {TRACE_COLUMNS} FROM traces WHERE day = ? AND expires_at > ? "
+                "ORDER BY created_at, trace_id",
+                (day, now),
+            ).fetchall()
+        return [StoredTrace(*row) for row in rows]
 
     # Ingest completion records (candor.ingest.records).
 

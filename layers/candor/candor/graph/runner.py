@@ -23,6 +23,7 @@ from typing import TypeVar
 from pydantic import BaseModel
 
 from candor import deadline as deadlines
+from candor import observability
 from candor.deadline import Deadline
 from candor.deps import Deps
 from candor.errors import ConfigurationError
@@ -46,14 +47,17 @@ from candor.types import NO_USAGE, Chunk, Message, Usage
 NodeFn = Callable[[GraphState, Deps], Awaitable[Update]]
 M = TypeVar("M", bound=BaseModel)
 
-NODES: dict[str, NodeFn] = {
-    "moderate": nodes.moderate,
-    "route": nodes.route,
-    "retrieve": nodes.retrieve,
-    "grade": nodes.grade,
-    "rewrite": nodes.rewrite,
-    "generate": nodes.generate,
-}
+# Each node runs in an X-Ray subsegment on Lambda (candor.observability).
+NODES: dict[str, NodeFn] = observability.traced_nodes(
+    {
+        "moderate": nodes.moderate,
+        "route": nodes.route,
+        "retrieve": nodes.retrieve,
+        "grade": nodes.grade,
+        "rewrite": nodes.rewrite,
+        "generate": nodes.generate,
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,251 @@
+"""Stored traces: what each answered request did, kept for feedback and for the owner.
+
+`candor.service.ask` calls `record` on every path that returns an answer. A trace
+holds the time, the session, the question (unless CANDOR_STORE_QUESTIONS=false),
+the queries tried, the passages shown (their ids, and the prompt that showed them
+to the model), the answer with its decision and citations, each node's
+milliseconds, tokens and cost, the model names, the corpus version and whether
+the cache answered. It expires after CANDOR_TRACE_TTL_DAYS. Storing it never
+fails the answer: a failure is logged and counted.
+
+Feedback (`POST /feedback`, `rate`) attaches to a stored trace: only the session
+that asked may rate it, and a second rating replaces the first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from dataclasses import asdict, dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, Literal, get_args
+
+from candor import guards, observability
+from candor.graph import nodes, prompts
+from candor.graph.state import Citation, Decision, GraphState, TraceStep
+from candor.ports import RatingOutcome, StateStore, StoredTrace
+from candor.settings import Settings
+from candor.types import Message
+
+if TYPE_CHECKING:
+    from candor.deps import Deps
+    from candor.service import AskResult
+
+logger = logging.getLogger(__name__)
+
+Score = Literal[-1, 1]
+Reason = Literal["wrong", "not_found", "incomplete", "other"]
+REASONS: tuple[Reason, ...] = get_args(Reason)
+COMMENT_MAX_CHARS = 1000
+BETTER_ANSWER_MAX_CHARS = 4000
+
+
+@dataclass(frozen=True, slots=True)
+class Feedback:
+    """A visitor's rating of one answer."""
+
+    score: Score
+    reason: Reason | None = None
+    comment: str | None = None
+    better_answer: str | None = None
+    rated_at: float = 0.0
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> Feedback:
+        return cls(**json.loads(text))
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    """One request as it ran. `prompt` is the answer prompt with the passages shown,
+    as the model received it (empty when no passages were retrieved)."""
+
+    trace_id: str
+    session_id: str
+    created_at: float
+    decision: Decision
+    answer: str
+    question: str | None
+    queries: tuple[str, ...] = ()
+    passage_ids: tuple[str, ...] = ()
+    prompt: tuple[Message, ...] = ()
+    citations: tuple[Citation, ...] = ()
+    steps: tuple[TraceStep, ...] = ()
+    seconds: float = 0.0
+    attempts: int = 0
+    cached: bool = False
+    chat_model: str = ""
+    embedder: str = ""
+    index_name: str = ""
+    corpus_version: int | None = None
+    feedback: Feedback | None = field(default=None, compare=False)
+
+    @property
+    def tokens_in(self) -> int:
+        return sum(step.tokens_in for step in self.steps)
+
+    @property
+    def tokens_out(self) -> int:
+        return sum(step.tokens_out for step in self.steps)
+
+    @property
+    def cost_usd(self) -> float:
+        return sum(step.cost_usd for step in self.steps)
+
+    def body(self) -> str:
+        """The JSON a store keeps (feedback is stored beside it, not in it)."""
+        data = asdict(self)
+        del data["feedback"]
+        return json.dumps(data, ensure_ascii=False)
+
+    @classmethod
+    def from_stored(cls, stored: StoredTrace) -> Trace:
+        data: dict[str, Any] = json.loads(stored.body)
+        return cls(
+            **data
+            | {
+                "queries": tuple(data["queries"]),
+                "passage_ids": tuple(data["passage_ids"]),
+                "prompt": tuple(data["prompt"]),
+                "citations": tuple(Citation(**c) for c in data["citations"]),
+                "steps": tuple(TraceStep(**s) for s in data["steps"]),
+                "feedback": Feedback.from_json(stored.feedback) if stored.feedback else None,
+            }
+        )
+
+    def stored(self, settings: Settings) -> StoredTrace:
+        return StoredTrace(
+            trace_id=self.trace_id,
+            session_id=self.session_id,
+            created_at=self.created_at,
+            expires_at=int(self.created_at) + settings.trace_ttl_days * 86_400,
+            body=self.body(),
+        )
+
+
+def build(
+    deps: Deps,
+    result: AskResult,
+    *,
+    question: str,
+    started: float,
+    final: GraphState | None,
+    corpus_version: int | None,
+    now: float,
+) -> Trace:
+    settings = deps.settings
+    keep = settings.store_questions
+    prompt: tuple[Message, ...] = ()
+    if final is not None and final.passages and keep:
+        shown = prompts.format_passages(final.passages, settings.passage_chars)
+        prompt = tuple(prompts.answer(shown, nodes.subject(final)))
+    return Trace(
+        trace_id=result.trace_id,
+        session_id=result.session_id,
+        created_at=started,
+        decision=result.decision,
+        answer=result.answer,
+        question=question if keep else None,
+        # The queries are the question and its rewrites: as private as the question.
+        queries=final.queries if final is not None and keep else (),
+        passage_ids=tuple(hit.chunk.id for hit in final.passages) if final else (),
+        prompt=prompt,
+        citations=result.citations,
+        steps=result.trace,
+        seconds=round(now - started, 3),
+        attempts=result.attempts,
+        cached=result.cached,
+        chat_model=deps.chat.name,
+        embedder=deps.embedder.name,
+        index_name=settings.index_name,
+        corpus_version=corpus_version,
+    )
+
+
+async def record(
+    deps: Deps,
+    result: AskResult,
+    *,
+    question: str,
+    started: float,
+    final: GraphState | None = None,
+    corpus_version: int | None = None,
+) -> None:
+    """Store the trace of one answered request and count it. Never raises.
+
+    `started` is the request's wall-clock start (time.time()); `final` the graph's
+    final state (None when the cache answered); `corpus_version` the one the
+    answer came from, when the caller knows it (read from the store otherwise).
+    """
+    observability.bind_trace(result.trace_id)
+    trace: Trace | None = None
+    try:
+        if corpus_version is None:
+            corpus_version = await asyncio.to_thread(
+                deps.state.corpus_version, deps.settings.index_name
+            )
+        trace = build(
+            deps,
+            result,
+            question=question,
+            started=started,
+            final=final,
+            corpus_version=corpus_version,
+            now=time.time(),
+        )
+        await asyncio.to_thread(deps.state.put_trace, trace.stored(deps.settings))
+    except Exception:  # the visitor has the answer; a lost trace is only logged
+        logger.warning("trace %s was not stored", result.trace_id, exc_info=True)
+        observability.count("trace_write_failures")
+    if trace is not None:
+        logger.info(
+            "request",
+            extra={
+                "decision": trace.decision,
+                "cached": trace.cached,
+                "seconds": trace.seconds,
+                "cost_usd": trace.cost_usd,
+            },
+        )
+        observability.record_request(trace)
+
+
+def rate(
+    state: StateStore,
+    settings: Settings,
+    trace_id: str,
+    feedback: Feedback,
+    *,
+    session_id: str,
+    client: str | None = None,
+    now: float | None = None,
+) -> RatingOutcome:
+    """Store a rating of a trace, behind the same rate limits as a question.
+
+    "rated"; "unknown" when the trace is absent or expired; "forbidden" when the
+    session did not ask it. Raises RateLimitedError like `candor.service.ask`.
+    """
+    now = time.time() if now is None else now
+    guards.check_rate_limits(state, settings, address=client, session_id=session_id, now=now)
+    outcome = state.rate_trace(
+        trace_id, session_id, replace(feedback, rated_at=now).to_json(), now=now
+    )
+    if outcome == "rated":
+        observability.count("feedback_up" if feedback.score > 0 else "feedback_down")
+    return outcome
+
+
+def traces_since(state: StateStore, days: int, *, now: float | None = None) -> list[Trace]:
+    """Every live trace of the last `days` UTC days, today included, oldest first."""
+    now = time.time() if now is None else now
+    today = datetime.fromtimestamp(now, UTC).date()
+    found: list[Trace] = []
+    for back in range(days - 1, -1, -1):
+        day = (today - timedelta(days=back)).isoformat()
+        found.extend(Trace.from_stored(stored) for stored in state.traces_on(day, now=now))
+    return found

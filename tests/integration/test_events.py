@@ -1,0 +1,115 @@
+"""Every event in events/ through the real handler that receives it, as `make invoke` runs it.
+
+The HTTP events go to the function whose template route matches their routeKey;
+the S3 events to the ingest function, with S3 in process (moto) holding the
+objects of events/objects/. The chat model is scripted; everything else is the
+embedded default in a temporary folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+from urllib.parse import unquote_plus
+
+import pytest
+
+from candor.api.feedback import FeedbackDeps
+from candor.backends.sqlite_state import SqliteStateStore
+from candor.ports import StoredTrace
+from candor.settings import Settings
+from scripts.invoke import OBJECTS, invoke, lambda_environment, with_signed_session
+from tests.conftest import MakeDeps
+from tests.support.edge import allowing
+from tests.support.fakes import ScriptedChatModel
+from tests.support.lambda_ import EVENTS, load_event
+from tests.unit.test_template import RESOURCES, http_api_events
+
+pytestmark = pytest.mark.integration
+
+EVENT_FILES = sorted(p.name for p in EVENTS.glob("*.json"))
+HTTP_EVENTS = [name for name in EVENT_FILES if "routeKey" in load_event(name)]
+S3_EVENTS = [name for name in EVENT_FILES if name not in HTTP_EVENTS]
+
+
+def function_for_route(route_key: str) -> str:
+    """ask, feedback or ingest: the function the template gives this route."""
+    for logical_id, resource in RESOURCES.items():
+        if resource["Type"] != "AWS::Serverless::Function":
+            continue
+        for event in http_api_events(logical_id).values():
+            if f"{event['Method']} {event['Path']}" == route_key:
+                return Path(resource["Properties"]["CodeUri"]).name
+    raise AssertionError(f"no function serves {route_key}")
+
+
+@pytest.fixture
+def lambda_env(monkeypatch: pytest.MonkeyPatch, settings: Settings) -> Iterator[None]:
+    for name, value in lambda_environment("test").items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("CANDOR_DATA_DIR", str(settings.data_dir))
+    monkeypatch.setenv("CANDOR_EMBEDDER_BACKEND", "hashing")
+    yield
+
+
+def test_the_events_folder_holds_http_and_s3_events() -> None:
+    # Guards the parametrised tests below against passing because they saw nothing.
+    assert {"ask.json", "ask-with-session.json", "feedback.json", "health.json"} <= set(HTTP_EVENTS)
+    assert {"s3-put.json", "s3-delete.json", "s3-test-event.json"} <= set(S3_EVENTS)
+
+
+def answering() -> ScriptedChatModel:
+    return ScriptedChatModel(
+        {
+            "Triage": [{"abusive": False, "kind": "question"}],
+            "Grade": [{"answerable": True}],
+            "text": ["Stage it with git add [1]."],
+        }
+    )
+
+
+@pytest.mark.parametrize("name", HTTP_EVENTS)
+def test_every_http_event_is_answered_by_its_function(
+    name: str, lambda_env: None, make_deps: MakeDeps, state: SqliteStateStore
+) -> None:
+    event = with_signed_session(load_event(name))
+    function = function_for_route(event["routeKey"])
+    deps = allowing(make_deps(answering()), session_secret=os.environ["CANDOR_SESSION_SECRET"])
+    if function == "feedback":
+        # The trace the event rates, asked by the event's session.
+        body = json.loads(event["body"])
+        state.put_trace(StoredTrace(body["trace_id"], body["session_id"], time.time(), 2**31, "{}"))
+
+    def prepare(module: ModuleType) -> None:
+        module.app.state.deps_provider = lambda: deps
+        module.app.state.feedback_deps_provider = lambda: FeedbackDeps(deps.settings, state)
+
+    response = invoke(function, event, prepare=prepare)
+
+    assert response["statusCode"] == 200, response["body"]
+    assert response["headers"]["content-type"] == "application/json"
+
+
+def expected_status(record: dict[str, Any]) -> str:
+    key = unquote_plus(record["s3"]["object"]["key"])
+    if not record["eventName"].startswith("ObjectCreated") or not (OBJECTS / key).is_file():
+        return "absent"  # no object, and nothing indexed under the key yet
+    return "failed" if "scanned" in key else "changed"  # a PDF with no text
+
+
+@pytest.mark.parametrize("name", S3_EVENTS)
+def test_every_s3_event_is_reconciled_by_the_ingest_function(name: str, lambda_env: None) -> None:
+    event = load_event(name)
+
+    result = invoke("ingest", event)
+
+    records = event.get("Records", [])
+    assert [r["source"] for r in result["records"]] == [
+        unquote_plus(r["s3"]["object"]["key"]) for r in records
+    ]
+    assert [r["status"] for r in result["records"]] == [expected_status(r) for r in records]

@@ -1,0 +1,154 @@
+"""Stored traces: every answer's trace_id names a trace in the state store."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+
+import pytest
+
+from candor.backends.sqlite_state import SqliteStateStore
+from candor.deps import Deps
+from candor.ports import StoredTrace
+from candor.service import AskResult, ask
+from candor.traces import Trace, traces_since
+from tests.conftest import MakeDeps
+from tests.support.fakes import ScriptedChatModel
+
+pytestmark = pytest.mark.unit
+
+QUESTION = "What does --force-with-lease do?"
+
+
+def answering() -> ScriptedChatModel:
+    return ScriptedChatModel(
+        {
+            "Triage": [{"abusive": False, "kind": "question"}],
+            "Grade": [{"answerable": True}],
+            "text": ["It refuses to overwrite work you have not seen [1]."],
+        }
+    )
+
+
+def stored(deps: Deps, result: AskResult) -> Trace:
+    # now=0: a trace written during the test is live at any earlier moment.
+    found = deps.state.get_trace(result.trace_id, now=0.0)
+    assert found is not None, "the answer's trace_id names no stored trace"
+    return Trace.from_stored(found)
+
+
+def test_the_trace_id_of_an_answer_names_a_stored_trace(make_deps: MakeDeps) -> None:
+    # The defect: every answer returned a trace_id that referred to nothing stored.
+    deps = make_deps(answering())
+
+    result = asyncio.run(ask(deps, QUESTION))
+
+    trace = stored(deps, result)
+    assert trace.trace_id == result.trace_id
+    assert trace.session_id == result.session_id
+
+
+def test_a_trace_holds_what_the_request_did(make_deps: MakeDeps) -> None:
+    deps = make_deps(answering())
+
+    result = asyncio.run(ask(deps, QUESTION))
+
+    trace = stored(deps, result)
+    assert trace.question == QUESTION
+    assert trace.queries == (QUESTION,)
+    assert trace.decision == "answered"
+    assert trace.answer == result.answer
+    assert trace.citations == result.citations
+    assert trace.citations[0].id in trace.passage_ids
+    assert [step.node for step in trace.steps] == [step.node for step in result.trace]
+    assert trace.tokens_in == sum(step.tokens_in for step in result.trace) > 0
+    assert (trace.chat_model, trace.embedder) == ("scripted", deps.embedder.name)
+    assert trace.corpus_version == 0
+    assert trace.cached is False
+    assert trace.seconds >= 0
+    # The prompt holds the question and the passages as the model saw them.
+    generate_call = deps.chat.calls[-1]  # type: ignore[attr-defined]
+    prompt_text = trace.prompt[-1]["content"]
+    assert QUESTION in prompt_text
+    assert generate_call.messages[-1]["content"] == prompt_text
+
+
+def test_a_trace_expires_after_the_configured_days(make_deps: MakeDeps) -> None:
+    deps = make_deps(answering())
+    deps = dataclasses.replace(
+        deps, settings=deps.settings.model_copy(update={"trace_ttl_days": 2})
+    )
+
+    result = asyncio.run(ask(deps, QUESTION))
+
+    raw = deps.state.get_trace(result.trace_id, now=0.0)
+    assert raw is not None
+    assert raw.expires_at == int(raw.created_at) + 2 * 86_400
+    assert deps.state.get_trace(result.trace_id, now=raw.expires_at + 1) is None
+
+
+def test_a_cached_answer_stores_its_own_trace(make_deps: MakeDeps) -> None:
+    chat = answering()
+    deps = make_deps(chat)
+    first = asyncio.run(ask(deps, QUESTION))
+
+    again = asyncio.run(ask(deps, QUESTION.lower()))
+
+    assert again.cached and again.trace_id != first.trace_id
+    trace = stored(deps, again)
+    assert trace.cached is True
+    assert trace.answer == first.answer
+    assert trace.question == QUESTION.lower()
+    assert [step.node for step in trace.steps] == ["cache"]
+
+
+def test_questions_stay_out_of_traces_when_told(make_deps: MakeDeps) -> None:
+    deps = make_deps(answering())
+    settings = deps.settings.model_copy(update={"store_questions": False})
+    deps = dataclasses.replace(deps, settings=settings)
+
+    result = asyncio.run(ask(deps, QUESTION))
+
+    trace = stored(deps, result)
+    assert trace.question is None
+    assert trace.queries == ()
+    assert trace.prompt == ()
+    assert QUESTION not in deps.state.get_trace(result.trace_id, now=0.0).body  # type: ignore[union-attr]
+    assert trace.decision == "answered"
+
+
+class FailingTraces(SqliteStateStore):
+    """The real SQLite store, except that writing a trace fails."""
+
+    def put_trace(self, trace: StoredTrace) -> None:
+        raise OSError("disk full")
+
+
+def test_a_trace_that_cannot_be_stored_does_not_fail_the_answer(
+    make_deps: MakeDeps, caplog: pytest.LogCaptureFixture
+) -> None:
+    deps = make_deps(answering())
+    deps = dataclasses.replace(deps, state=FailingTraces(deps.settings.data_dir / "other.sqlite3"))
+
+    with caplog.at_level(logging.WARNING, logger="candor.traces"):
+        result = asyncio.run(ask(deps, QUESTION))
+
+    assert result.decision == "answered"
+    assert deps.state.get_trace(result.trace_id, now=0.0) is None
+    assert any(result.trace_id in r.getMessage() for r in caplog.records)
+
+
+def test_traces_since_reads_the_last_days(make_deps: MakeDeps) -> None:
+    deps = make_deps(answering())
+    result = asyncio.run(ask(deps, QUESTION))
+    raw = deps.state.get_trace(result.trace_id, now=0.0)
+    assert raw is not None
+
+    today = traces_since(deps.state, 1, now=raw.created_at)
+    tomorrow = traces_since(deps.state, 1, now=raw.created_at + 86_400)
+    both = traces_since(deps.state, 2, now=raw.created_at + 86_400)
+
+    assert [t.trace_id for t in today] == [result.trace_id]
+    assert tomorrow == []
+    assert [t.trace_id for t in both] == [result.trace_id]
