@@ -133,10 +133,6 @@ class PreparedAsk:
         """Stop the run (no-op once it is over); it settles the budget as it ends."""
         self._task.cancel()
 
-    async def finished(self) -> None:
-        """Wait until the run is over, however it ended (its settlement included)."""
-        await asyncio.wait({self._task})
-
 
 async def ask(
     deps: Deps,
