@@ -12,7 +12,14 @@ from candor import guards
 from candor.deps import Deps
 from candor.errors import SessionEndedError
 from candor.graph import nodes, runner
-from candor.graph.state import Citation, Decision, GraphState, TraceStep
+from candor.graph.state import (
+    Citation,
+    Decision,
+    GradeRecord,
+    GraphState,
+    SupportCheck,
+    TraceStep,
+)
 from candor.ports import CacheKey, Turn
 
 
@@ -26,6 +33,10 @@ class AskResult:
     trace_id: str
     trace: tuple[TraceStep, ...]
     cached: bool = False
+    # What the checks outside the model did: each grade (and the grounding gate's
+    # findings), and the support check of the answer.
+    grades: tuple[GradeRecord, ...] = ()
+    support: SupportCheck | None = None
 
     def to_json(self) -> dict[str, object]:
         return asdict(self) | {
@@ -129,6 +140,8 @@ async def ask(
         session_id=session_id,
         trace_id=uuid.uuid4().hex,
         trace=final.trace,
+        grades=final.grades,
+        support=final.support,
     )
 
 
