@@ -5,6 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.candor-installed
 CORPUS := .candor/corpus/git-doc
+VALIDATION_CORPUS := .candor/corpus/sqlite-doc
 SHARED_EVAL ?= ../shared/eval
 
 # llama.cpp must not be built with -march=native here: these CPUs advertise AMX
@@ -12,7 +13,8 @@ SHARED_EVAL ?= ../shared/eval
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON \
 	-DGGML_F16C=ON -DGGML_BMI2=ON -DLLAVA_BUILD=OFF
 
-.PHONY: install demo serve test lint typecheck unit corpus bench eval clean dynamodb-local stress
+.PHONY: install demo serve test lint typecheck unit corpus validation-corpus bench \
+	eval eval-dev eval-validation clean dynamodb-local stress
 
 install: $(STAMP)
 
@@ -46,6 +48,13 @@ corpus: $(CORPUS)/git.html
 $(CORPUS)/git.html:
 	bash $(SHARED_EVAL)/fetch-git-doc.sh $(CORPUS)
 
+# The validation corpus (SQLite's HTML manual, public domain) from Debian's
+# sqlite3-doc package. It is measured, never tuned on: see ../shared/eval/README.md.
+validation-corpus: $(VALIDATION_CORPUS)/cli.html
+
+$(VALIDATION_CORPUS)/cli.html:
+	bash $(SHARED_EVAL)/fetch-sqlite-doc.sh $(VALIDATION_CORPUS)
+
 unit: install
 	$(BIN)/pytest -m "not slow"
 
@@ -54,8 +63,9 @@ unit: install
 dynamodb-local:
 	bash scripts/dynamodb-local.sh install
 
-test: install corpus dynamodb-local lint typecheck
-	CANDOR_REQUIRE_DYNAMODB_LOCAL=1 CANDOR_TEST_CORPUS=$(CORPUS) $(BIN)/pytest
+test: install corpus validation-corpus dynamodb-local lint typecheck
+	CANDOR_REQUIRE_DYNAMODB_LOCAL=1 CANDOR_TEST_CORPUS=$(CORPUS) \
+		CANDOR_TEST_VALIDATION_CORPUS=$(VALIDATION_CORPUS) $(BIN)/pytest
 
 # Concurrency proofs of the guards on DynamoDB Local and SQLite; ends with `STRESS {json}`.
 stress: install dynamodb-local
@@ -68,10 +78,20 @@ bench: install corpus
 	$(BIN)/python bench/bench_llm.py
 	$(BIN)/python bench/bench_answer.py $(CORPUS)
 
-# The dev set: retrieval per strategy and the full graph with the local models.
-# The index (.candor/indexes/eval-<hash of the corpus>) is built once and reused.
-eval: install corpus
-	$(BIN)/candor eval --corpus $(CORPUS) --questions $(SHARED_EVAL)/git-doc-questions.jsonl --out eval-out
+# Retrieval per strategy and the full graph with the local models, on the dev set
+# (eval-out/dev) and the validation set (eval-out/validation), then both side by
+# side in eval-out/report.md. Each index (.candor/indexes/eval-<hash of the corpus>)
+# is built once and reused.
+eval: eval-dev eval-validation
+	$(BIN)/candor compare eval-out/dev eval-out/validation --out eval-out/report.md
+
+eval-dev: install corpus
+	$(BIN)/candor eval --corpus $(CORPUS) --questions $(SHARED_EVAL)/git-doc-questions.jsonl \
+		--out eval-out/dev
+
+eval-validation: install validation-corpus
+	$(BIN)/candor eval --corpus $(VALIDATION_CORPUS) \
+		--questions $(SHARED_EVAL)/sqlite-doc-questions.jsonl --out eval-out/validation
 
 clean:
 	rm -rf $(VENV) .candor .mypy_cache .ruff_cache .pytest_cache
