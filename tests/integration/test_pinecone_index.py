@@ -21,7 +21,7 @@ from candor.backends.keyword_vectors import (
 from candor.backends.pinecone_index import PineconeVectorIndex
 from candor.errors import IndexError_
 from candor.types import Chunk
-from tests import pinecone_server
+from tests.support import pinecone_server
 
 pytestmark = pytest.mark.integration
 
