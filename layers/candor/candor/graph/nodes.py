@@ -13,6 +13,7 @@ import re
 from candor import retrieval
 from candor.deps import Deps
 from candor.graph import prompts
+from candor.graph.answer_text import clean_answer
 from candor.graph.citations import cite, with_attribution
 from candor.graph.schemas import Grade, Moderation, Rewrite, Triage
 from candor.graph.state import GraphState, Intent, Update
@@ -155,10 +156,12 @@ async def generate(state: GraphState, deps: Deps) -> Update:
     reply = await deps.chat.text(
         prompts.answer(text, subject(state)), max_tokens=settings.answer_max_tokens
     )
-    answer, citations = cite(reply.text, state.passages)
+    # Sentences with citations only: labels, table rows and pasted passages go.
+    written = clean_answer(reply.text, state.passages, settings.passage_chars)
+    answer, citations = cite(written, state.passages)
     if not citations:
         answer, citations = with_attribution(
-            reply.text, subject(state), state.passages, settings.passage_chars
+            written, subject(state), state.passages, settings.passage_chars
         )
     if not citations:
         # An answer that no passage accounts for cannot be checked by the reader.

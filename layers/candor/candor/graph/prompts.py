@@ -49,12 +49,28 @@ def triage(message: str) -> list[Message]:
     ]
 
 
+def passage_label(hit: Hit) -> str:
+    """A passage's label line: its document title and section path."""
+    chunk = hit.chunk
+    return " - ".join(part for part in (chunk.title, chunk.heading) if part)
+
+
+def shown_text(text: str, max_chars: int) -> str:
+    """A passage's text as the model sees it: cut at max_chars, at a word's end.
+
+    A word cut in half ("bisect ru") is what a small model then copies into its
+    answer; the whole word is worth the few characters less.
+    """
+    if len(text) <= max_chars:
+        return text
+    cut = text[:max_chars]
+    space = cut.rfind(" ")
+    return (cut[:space] if space >= max_chars // 2 else cut).rstrip() + " ..."
+
+
 def passage_text(hit: Hit, max_chars: int) -> str:
     """One passage as the model sees it: its label line, then its text cut at max_chars."""
-    chunk = hit.chunk
-    label = " - ".join(part for part in (chunk.title, chunk.heading) if part)
-    text = chunk.text if len(chunk.text) <= max_chars else chunk.text[:max_chars] + " ..."
-    return f"{label}\n{text}"
+    return f"{passage_label(hit)}\n{shown_text(hit.chunk.text, max_chars)}"
 
 
 def format_passages(passages: Sequence[Hit], max_chars: int) -> str:
