@@ -41,7 +41,11 @@ def ingestion() -> S3Ingestion:
         embedder=embedder,
         index=build_index(settings, embedder),
         reader=S3Reader(region=settings.aws_region, max_bytes=settings.ingest_max_bytes),
-        chunking=Chunking(max_bytes=settings.ingest_max_bytes),
+        chunking=Chunking(
+            max_chars=settings.chunk_chars,
+            overlap=settings.chunk_overlap,
+            max_bytes=settings.ingest_max_bytes,
+        ),
         on_change=partial(state.bump_corpus_version, settings.index_name),
     )
 
