@@ -114,6 +114,7 @@ bench: install corpus
 	$(BIN)/python bench/bench_graph.py
 	$(BIN)/python bench/bench_llm.py
 	$(BIN)/python bench/bench_answer.py $(CORPUS)
+	$(BIN)/python bench/bench_stream.py $(CORPUS)
 
 # The dev set: retrieval per strategy and the full graph with the local models.
 # The index (.candor/indexes/eval-<hash of the corpus>) is built once and reused.

@@ -10,7 +10,7 @@ import asyncio
 import statistics
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import TypeVar
@@ -22,7 +22,7 @@ from candor.backends.sqlite_index import SqliteVectorIndex
 from candor.backends.sqlite_state import SqliteStateStore
 from candor.deps import Deps
 from candor.graph.schemas import Grade, Rewrite, Triage
-from candor.ports import Structured, Text
+from candor.ports import Structured, Text, TextPiece, read_text
 from candor.service import ask
 from candor.settings import Settings
 from candor.types import Chunk, Message, Usage
@@ -52,7 +52,13 @@ class InstantModel:
         return Structured(value, Usage(100, 5))
 
     async def text(self, messages: Sequence[Message], *, max_tokens: int = 256) -> Text:
-        return Text("It refuses to overwrite unseen work [1].", Usage(400, 12))
+        return await read_text(self.stream(messages, max_tokens=max_tokens))
+
+    async def stream(
+        self, messages: Sequence[Message], *, max_tokens: int = 256
+    ) -> AsyncIterator[TextPiece]:
+        yield "It refuses to overwrite unseen work [1]."
+        yield Usage(400, 12)
 
 
 def build(folder: Path, answerable: bool) -> Deps:

@@ -1,9 +1,12 @@
-"""POST /ask and GET /health on AWS Lambda behind an API Gateway HTTP API.
+"""POST /ask, POST /ask/stream and GET /health on AWS Lambda behind an API Gateway REST API.
 
-Thin: the FastAPI app comes from the candor library (the layer); Mangum
-translates API Gateway events. Dependencies are built once per container.
-A deployment without its allowed origins or session key fails at start
-(the function's init), not at a visitor's first question.
+Thin: the FastAPI app comes from the candor library (the layer). Deployed, it
+streams: run.sh serves `web` in uvicorn under the Lambda Web Adapter, which
+passes each request to it and streams the response back (Python's managed
+runtime and Mangum cannot stream). `handler` is the same app behind Mangum, a
+buffered entry for `make invoke` and `sam local invoke`. Dependencies are built
+once per container. A deployment without its allowed origins or session key
+fails at start (the function's init), not at a visitor's first question.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from mangum import Mangum
 
 from candor.api.app import create_app
 from candor.api.edge import Edge, build_edge, require_production_edge
+from candor.api.lambda_web import AdaptedInvocations
 from candor.deps import Deps
 from candor.observability import API_GATEWAY_HTTP, logger, metrics, route_library_logs, tracer
 from candor.settings import Settings
@@ -39,6 +43,7 @@ def edge() -> Edge:
 
 
 app = create_app(deps, edge_provider=edge)
+web = AdaptedInvocations(app)
 asgi = Mangum(app, lifespan="off")
 
 

@@ -1,6 +1,7 @@
 """Every event in events/ through the real handler that receives it, as `make invoke` runs it.
 
-The HTTP events go to the function whose template route matches their routeKey;
+The HTTP events (API Gateway REST API proxy events) go to the function whose
+template route matches their method and resource;
 the S3 events to the ingest function, with S3 in process (moto) holding the
 objects of events/objects/. The chat model is scripted; everything else is the
 embedded default in a temporary folder.
@@ -28,24 +29,20 @@ from tests.conftest import MakeDeps
 from tests.support.edge import allowing
 from tests.support.fakes import ScriptedChatModel
 from tests.support.lambda_ import EVENTS, load_event
-from tests.unit.test_template import RESOURCES, http_api_events
+from tests.unit.test_template import RESOURCES, api_routes, route_function
 
 pytestmark = pytest.mark.integration
 
 EVENT_FILES = sorted(p.name for p in EVENTS.glob("*.json"))
-HTTP_EVENTS = [name for name in EVENT_FILES if "routeKey" in load_event(name)]
+HTTP_EVENTS = [name for name in EVENT_FILES if "httpMethod" in load_event(name)]
 S3_EVENTS = [name for name in EVENT_FILES if name not in HTTP_EVENTS]
 
 
-def function_for_route(route_key: str) -> str:
+def function_for_route(method: str, resource: str) -> str:
     """ask, feedback or ingest: the function the template gives this route."""
-    for logical_id, resource in RESOURCES.items():
-        if resource["Type"] != "AWS::Serverless::Function":
-            continue
-        for event in http_api_events(logical_id).values():
-            if f"{event['Method']} {event['Path']}" == route_key:
-                return Path(resource["Properties"]["CodeUri"]).name
-    raise AssertionError(f"no function serves {route_key}")
+    route = (method, resource)
+    assert route in api_routes(), f"no route {method} {resource}"
+    return Path(RESOURCES[route_function(route)]["Properties"]["CodeUri"]).name
 
 
 @pytest.fixture
@@ -78,7 +75,7 @@ def test_every_http_event_is_answered_by_its_function(
     name: str, lambda_env: None, make_deps: MakeDeps, state: SqliteStateStore
 ) -> None:
     event = with_signed_session(load_event(name))
-    function = function_for_route(event["routeKey"])
+    function = function_for_route(event["httpMethod"], event["resource"])
     deps = allowing(make_deps(answering()), session_secret=os.environ["CANDOR_SESSION_SECRET"])
     if function == "feedback":
         # The trace the event rates, asked by the event's session.

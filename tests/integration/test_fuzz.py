@@ -82,6 +82,9 @@ def app(tmp_path: Path) -> Iterator[FastAPI]:
 EXAMPLES = {
     ("POST /ask", GenerationMode.POSITIVE): 150,
     ("POST /ask", GenerationMode.NEGATIVE): 150,
+    # The same guards and body as /ask; fewer cases, each a whole streamed run.
+    ("POST /ask/stream", GenerationMode.POSITIVE): 50,
+    ("POST /ask/stream", GenerationMode.NEGATIVE): 50,
     ("GET /health", GenerationMode.POSITIVE): 10,
     # Random trace ids name no trace (404), and random session ids are not signed (401).
     ("POST /feedback", GenerationMode.POSITIVE): 50,

@@ -14,9 +14,9 @@ from candor.backends.openai_chat import OpenAIChatModel
 from candor.backends.openai_embedder import OpenAIEmbedder, dimensions_of
 from candor.errors import ConfigurationError, ModelError
 from candor.graph.schemas import Grade, Triage
-from candor.ports import ChatModel, Embedder
+from candor.ports import ChatModel, Embedder, TextPiece
 from candor.settings import DEFAULT_PRICES
-from candor.types import Message
+from candor.types import Message, Usage
 from tests.support.openai_server import Reply, RunningOpenAI, serve
 
 pytestmark = pytest.mark.integration
@@ -86,6 +86,69 @@ def test_a_text_call_returns_the_stripped_answer(server: RunningOpenAI) -> None:
     assert (result.usage.tokens_in, result.usage.tokens_out) == (50, 7)
     (body,) = server.fake.bodies("/v1/chat/completions")
     assert "response_format" not in body
+    assert body["stream"] is True  # text() is the stream, read to the end
+
+
+def test_a_stream_yields_the_pieces_in_order_then_the_usage_with_its_cost(
+    server: RunningOpenAI,
+) -> None:
+    server.fake.chat.append(Reply(pieces=("Use ", "git ", "push [1]."), usage=(1_000, 200)))
+
+    async def read() -> list[TextPiece]:
+        return [piece async for piece in chat(server).stream(MESSAGES, max_tokens=64)]
+
+    *pieces, usage = asyncio.run(read())
+
+    assert pieces == ["Use ", "git ", "push [1]."]
+    assert isinstance(usage, Usage)
+    assert (usage.tokens_in, usage.tokens_out) == (1_000, 200)
+    assert usage.cost_usd == pytest.approx((1_000 * 0.15 + 200 * 0.60) / 1e6)
+    (body,) = server.fake.bodies("/v1/chat/completions")
+    assert body["stream_options"] == {"include_usage": True}
+    assert body["max_completion_tokens"] == 64
+
+
+def test_the_first_piece_arrives_before_the_reply_is_complete(server: RunningOpenAI) -> None:
+    server.fake.chat.append(Reply(pieces=("a ", "b ", "c ", "d "), gap=0.3))
+
+    async def arrivals() -> list[float]:
+        started = time.perf_counter()
+        return [time.perf_counter() - started async for _ in chat(server).stream(MESSAGES)]
+
+    times = asyncio.run(arrivals())
+
+    # Buffered, all four would arrive together; streamed, three gaps of 0.3 s apart.
+    assert times[-1] - times[0] >= 0.8
+
+
+def test_a_consumer_that_stops_early_hangs_up_on_the_stream(server: RunningOpenAI) -> None:
+    server.fake.chat.append(Reply(pieces=tuple(f"w{i} " for i in range(50)), gap=0.05))
+
+    async def read_two() -> list[TextPiece]:
+        pieces: list[TextPiece] = []
+        stream = chat(server).stream(MESSAGES)
+        async for piece in stream:
+            pieces.append(piece)
+            if len(pieces) == 2:
+                break
+        await stream.aclose()  # type: ignore[attr-defined]
+        return pieces
+
+    assert asyncio.run(read_two()) == ["w0 ", "w1 "]
+    deadline = time.monotonic() + 5
+    while server.fake.streams_cut == 0 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert server.fake.streams_cut == 1  # the server saw the connection close mid-reply
+
+
+def test_an_error_status_on_a_stream_is_a_model_error(server: RunningOpenAI) -> None:
+    server.fake.chat.extend(Reply(status=401) for _ in range(3))
+
+    async def read() -> list[TextPiece]:
+        return [piece async for piece in chat(server).stream(MESSAGES)]
+
+    with pytest.raises(ModelError, match="AuthenticationError"):
+        asyncio.run(read())
 
 
 @pytest.mark.parametrize(

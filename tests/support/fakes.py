@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
 from candor.errors import ModelError
-from candor.ports import Structured, Text
+from candor.ports import Structured, Text, TextPiece, read_text
 from candor.types import Message, Usage
 
 M = TypeVar("M", bound=BaseModel)
@@ -31,6 +32,23 @@ class Stall:
     then: Any
 
 
+@dataclass(frozen=True)
+class Streamed:
+    """A script item for a text call: these pieces, `gap` seconds apart, then `fail`.
+
+    A plain string in the script streams word by word with no gap.
+    """
+
+    pieces: tuple[str, ...]
+    gap: float = 0.0
+    fail: Exception | None = None
+
+
+def words(text: str) -> tuple[str, ...]:
+    """`text` in the pieces a model would stream: each word with the spaces after it."""
+    return tuple(re.findall(r"\s*\S+\s*", text)) or (text,)
+
+
 @dataclass
 class ScriptedChatModel:
     """A ChatModel that answers from a script, in order, per schema (or "text").
@@ -42,6 +60,7 @@ class ScriptedChatModel:
     name: str = "scripted"
     cost_per_call: float = 0.0
     calls: list[Call] = field(default_factory=list)
+    streamed: list[str] = field(default_factory=list)  # every text piece handed out
 
     def __post_init__(self) -> None:
         self._queues = {kind: deque(items) for kind, items in self.script.items()}
@@ -68,8 +87,21 @@ class ScriptedChatModel:
         return Structured(value, self._usage(messages, value.model_dump_json()))
 
     async def text(self, messages: Sequence[Message], *, max_tokens: int = 256) -> Text:
+        return await read_text(self.stream(messages, max_tokens=max_tokens))
+
+    async def stream(
+        self, messages: Sequence[Message], *, max_tokens: int = 256
+    ) -> AsyncIterator[TextPiece]:
         item = await _after_stall(self._next("text", messages))
-        return Text(str(item), self._usage(messages, str(item)))
+        streamed = item if isinstance(item, Streamed) else Streamed(words(str(item)))
+        for i, piece in enumerate(streamed.pieces):
+            if i and streamed.gap:
+                await asyncio.sleep(streamed.gap)
+            self.streamed.append(piece)
+            yield piece
+        if streamed.fail is not None:
+            raise streamed.fail
+        yield self._usage(messages, "".join(streamed.pieces))
 
     def kinds(self) -> list[str]:
         return [call.kind for call in self.calls]

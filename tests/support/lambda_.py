@@ -19,6 +19,18 @@ def load_event(name: str) -> dict[str, Any]:
     return event
 
 
+def set_header(event: dict[str, Any], name: str, value: str | None) -> None:
+    """Set (or with None, remove) a header of a REST API event, in both of its header maps."""
+    for key, wrap in (("headers", lambda v: v), ("multiValueHeaders", lambda v: [v])):
+        headers = event.get(key)
+        if headers is None:
+            continue
+        for present in [h for h in headers if h.lower() == name.lower()]:
+            del headers[present]
+        if value is not None:
+            headers[name] = wrap(value)
+
+
 def load_handler(function: str) -> ModuleType:
     """functions/<function>/app.py as a new module, so each test gets its own app and caches."""
     path = ROOT / "functions" / function / "app.py"

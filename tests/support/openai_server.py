@@ -3,11 +3,17 @@
 Replies are scripted per route, in order; with no script left, chat answers "ok"
 and embeddings come from the HashingEmbedder. A scripted reply can be an HTTP
 error status or a delay (for timeouts). Every request body is recorded.
+
+A chat request with `"stream": true` is answered as the API does: server-sent
+events, one `chat.completion.chunk` per piece of the reply, a last chunk with
+the usage and no choices when `stream_options.include_usage` is set, then
+`data: [DONE]`. A client that hangs up mid-stream is counted in `streams_cut`.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections import deque
@@ -28,6 +34,8 @@ class Reply:
     finish_reason: str = "stop"
     refusal: str | None = None
     usage: tuple[int, int] | None = (12, 3)  # prompt, completion tokens
+    pieces: tuple[str, ...] | None = None  # how a streamed reply is cut; else word by word
+    gap: float = 0.0  # seconds between streamed chunks
 
 
 @dataclass
@@ -35,6 +43,7 @@ class FakeOpenAI:
     chat: deque[Reply] = field(default_factory=deque)
     embeddings: deque[Reply] = field(default_factory=deque)
     requests: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    streams_cut: int = 0  # streamed replies whose client hung up before the end
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def bodies(self, path: str) -> list[dict[str, Any]]:
@@ -62,6 +71,33 @@ def chat_completion(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
             "total_tokens": prompt + completion,
         }
     return response
+
+
+def chat_chunks(body: dict[str, Any], reply: Reply) -> Iterator[dict[str, Any]]:
+    """The chunks of a streamed chat completion, as the API sends them."""
+    base = {
+        "id": "chatcmpl-test",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": body.get("model", "test"),
+    }
+    content = reply.content or ""
+    pieces = reply.pieces if reply.pieces is not None else re.findall(r"\s*\S+\s*", content)
+    first = {"role": "assistant", "content": ""}
+    yield base | {"choices": [{"index": 0, "delta": first, "finish_reason": None}]}
+    for piece in pieces:
+        delta = {"content": piece}
+        yield base | {"choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+    end = {"index": 0, "delta": {}, "finish_reason": reply.finish_reason}
+    yield base | {"choices": [end]}
+    if (body.get("stream_options") or {}).get("include_usage") and reply.usage is not None:
+        prompt, completion = reply.usage
+        usage = {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        }
+        yield base | {"choices": [], "usage": usage}
 
 
 def embeddings(body: dict[str, Any], reply: Reply | None) -> dict[str, Any]:
@@ -111,7 +147,9 @@ class _Handler(BaseHTTPRequestHandler):
                 headers={"retry-after-ms": "10"},
             )
             return
-        if path == "/v1/chat/completions":
+        if path == "/v1/chat/completions" and body.get("stream"):
+            self._stream(body, reply or Reply(content="ok"))
+        elif path == "/v1/chat/completions":
             self._send(200, chat_completion(body, reply or Reply(content="ok")))
         else:
             self._send(200, embeddings(body, reply))
@@ -130,6 +168,23 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (a timeout test)
+
+    def _stream(self, body: dict[str, Any], reply: Reply) -> None:
+        # HTTP/1.0 with no content-length: the body ends when the connection closes.
+        try:
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.end_headers()
+            for i, chunk in enumerate(chat_chunks(body, reply)):
+                if i > 1 and reply.gap:
+                    time.sleep(reply.gap)
+                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                self.wfile.flush()
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            with self.server.fake.lock:
+                self.server.fake.streams_cut += 1
 
 
 class _Server(ThreadingHTTPServer):

@@ -12,7 +12,7 @@ from candor.errors import ConfigurationError
 from tests.conftest import MakeDeps, clear_candor_env
 from tests.support.edge import ORIGIN, SESSION_SECRET
 from tests.support.fakes import ScriptedChatModel
-from tests.support.lambda_ import LambdaContext, load_event, load_handler
+from tests.support.lambda_ import LambdaContext, load_event, load_handler, set_header
 
 pytestmark = pytest.mark.unit
 
@@ -72,7 +72,7 @@ def test_handler_refuses_an_event_from_a_foreign_origin_without_a_model_call(
     chat = ScriptedChatModel({})
     module = handler_with(make_deps, chat)
     event = load_event("ask.json")
-    event["headers"]["origin"] = "https://evil.example"
+    set_header(event, "origin", "https://evil.example")
 
     response = module.handler(event, LambdaContext("candor-ask"))
 
@@ -86,8 +86,8 @@ def test_on_lambda_loopback_gets_no_pass_without_an_origin(make_deps: MakeDeps) 
     chat = ScriptedChatModel({})
     module = handler_with(make_deps, chat)
     event = load_event("ask.json")
-    del event["headers"]["origin"]
-    event["requestContext"]["http"]["sourceIp"] = "127.0.0.1"
+    set_header(event, "origin", None)
+    event["requestContext"]["identity"]["sourceIp"] = "127.0.0.1"
 
     response = module.handler(event, LambdaContext("candor-ask"))
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -31,7 +31,7 @@ from candor.backends.sqlite_index import SqliteVectorIndex
 from candor.backends.sqlite_state import SqliteStateStore
 from candor.deps import Deps
 from candor.errors import BudgetExhaustedError
-from candor.ports import Structured, Text, Turn, Vectors
+from candor.ports import Structured, Text, TextPiece, Turn, Vectors, read_text
 from candor.settings import DEFAULT_PRICES, Settings
 from candor.types import Chunk, Message, Usage
 from tests.support.fakes import ScriptedChatModel
@@ -82,9 +82,14 @@ class TrueUsageModel:
         return Structured(result.value, self._usage(messages, max_tokens))
 
     async def text(self, messages: Sequence[Message], *, max_tokens: int = 256) -> Text:
+        return await read_text(self.stream(messages, max_tokens=max_tokens))
+
+    async def stream(
+        self, messages: Sequence[Message], *, max_tokens: int = 256
+    ) -> AsyncIterator[TextPiece]:
         self.before_call()
-        result = await self.script.text(messages, max_tokens=max_tokens)
-        return Text(result.text, self._usage(messages, max_tokens))
+        async for piece in self.script.stream(messages, max_tokens=max_tokens):
+            yield self._usage(messages, max_tokens) if isinstance(piece, Usage) else piece
 
 
 @dataclass

@@ -25,6 +25,7 @@ from candor.settings import Settings
 from tests.conftest import MakeDeps
 from tests.support.edge import ORIGIN, SESSION_SECRET, allowing, browser
 from tests.support.fakes import ScriptedChatModel
+from tests.support.lambda_ import set_header
 
 pytestmark = pytest.mark.unit
 
@@ -144,7 +145,7 @@ def test_on_lambda_the_address_is_api_gateways_source_ip(
     event: dict[str, Any] = json.loads((ROOT / "events/ask.json").read_text())
     module.handler(event, Context())
 
-    event["headers"]["x-forwarded-for"] = "192.0.2.99"  # the client writes this header
+    set_header(event, "x-forwarded-for", "192.0.2.99")  # the client writes this header
     event["body"] = json.dumps({"question": "How do I reach you?"})
     response = module.handler(event, Context())
 

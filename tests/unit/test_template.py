@@ -27,8 +27,16 @@ pytestmark = pytest.mark.unit
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE_PATH = ROOT / "infra" / "template.yaml"
 RUNTIME = "python3.12"
-# API Gateway HTTP APIs end every integration after 30 s, whatever the function does.
-HTTP_API_LIMIT_SECONDS = 30
+# API Gateway ends a buffered integration after 29 s, whatever the function does.
+BUFFERED_LIMIT_SECONDS = 29
+STREAMING_INVOCATION = (
+    "arn:${AWS::Partition}:apigateway:${AWS::Region}:lambda:path/2021-11-15/functions/"
+    "${%s.Arn}/response-streaming-invocations"
+)
+BUFFERED_INVOCATION = (
+    "arn:${AWS::Partition}:apigateway:${AWS::Region}:lambda:path/2015-03-31/functions/"
+    "${%s.Arn}/invocations"
+)
 ENV_PREFIX = str(Settings.model_config.get("env_prefix", "")).upper()
 ENV_NESTED_DELIMITER = str(Settings.model_config.get("env_nested_delimiter", "__"))
 
@@ -70,7 +78,7 @@ RESOURCES: dict[str, dict[str, Any]] = TEMPLATE["Resources"]
 PARAMETERS: dict[str, dict[str, Any]] = TEMPLATE.get("Parameters", {})
 FUNCTIONS = sorted(k for k, v in RESOURCES.items() if v["Type"] == "AWS::Serverless::Function")
 LAYERS = sorted(k for k, v in RESOURCES.items() if v["Type"] == "AWS::Serverless::LayerVersion")
-HTTP_APIS = {k for k, v in RESOURCES.items() if v["Type"] == "AWS::Serverless::HttpApi"}
+REST_APIS = {k for k, v in RESOURCES.items() if v["Type"] == "AWS::Serverless::Api"}
 
 
 def function_properties(logical_id: str) -> dict[str, Any]:
@@ -78,6 +86,8 @@ def function_properties(logical_id: str) -> dict[str, Any]:
     globals_: dict[str, Any] = TEMPLATE.get("Globals", {}).get("Function", {})
     own: dict[str, Any] = RESOURCES[logical_id].get("Properties", {})
     merged = {**globals_, **own}
+    # SAM appends a function's layers to the global ones.
+    merged["Layers"] = [*globals_.get("Layers", []), *own.get("Layers", [])]
     merged["Environment"] = {
         "Variables": {
             **globals_.get("Environment", {}).get("Variables", {}),
@@ -92,13 +102,34 @@ def environment(logical_id: str) -> dict[str, Any]:
     return variables
 
 
-def http_api_events(logical_id: str) -> dict[str, dict[str, Any]]:
-    events: dict[str, dict[str, Any]] = function_properties(logical_id).get("Events", {})
-    return {name: e.get("Properties", {}) for name, e in events.items() if e["Type"] == "HttpApi"}
+def api_routes() -> dict[tuple[str, str], dict[str, Any]]:
+    """(METHOD, path) -> its OpenAPI operation, for every route of the REST API."""
+    paths: dict[str, dict[str, Any]] = RESOURCES["Api"]["Properties"]["DefinitionBody"]["paths"]
+    return {
+        (method.upper(), path): operation
+        for path, operations in paths.items()
+        for method, operation in operations.items()
+    }
 
 
-# The functions behind the HTTP API (the ingest function answers S3 events instead).
-API_FUNCTIONS = [f for f in FUNCTIONS if http_api_events(f)]
+def integration(route: tuple[str, str]) -> dict[str, Any]:
+    found: dict[str, Any] = api_routes()[route]["x-amazon-apigateway-integration"]
+    return found
+
+
+def route_function(route: tuple[str, str]) -> str:
+    """The function a route's integration invokes, by its logical id."""
+    uri = integration(route)["uri"]["Fn::Sub"]
+    (function,) = re.findall(r"\$\{([A-Za-z0-9]+)\.Arn\}", uri)
+    return str(function)
+
+
+def function_routes(logical_id: str) -> list[tuple[str, str]]:
+    return sorted(r for r in api_routes() if route_function(r) == logical_id)
+
+
+# The functions behind the API (the ingest function answers S3 events instead).
+API_FUNCTIONS = sorted({route_function(route) for route in api_routes()})
 
 
 def code_path(logical_id: str) -> Path:
@@ -106,8 +137,18 @@ def code_path(logical_id: str) -> Path:
     return (TEMPLATE_PATH.parent / code_uri).resolve()
 
 
+def runs_under_the_web_adapter(logical_id: str) -> bool:
+    return environment(logical_id).get("AWS_LAMBDA_EXEC_WRAPPER") == "/opt/bootstrap"
+
+
 def handler_file(logical_id: str) -> tuple[Path, str]:
-    """The file of the handler's module and the handler's name in it."""
+    """The file of the handler's module and the handler's name in it.
+
+    Under the web adapter the handler is a start-up script and the function's
+    code is app.py's `app`, which the script serves.
+    """
+    if runs_under_the_web_adapter(logical_id):
+        return code_path(logical_id) / "app.py", "app"
     module, _, name = function_properties(logical_id)["Handler"].rpartition(".")
     return code_path(logical_id) / (module.replace(".", "/") + ".py"), name
 
@@ -131,7 +172,8 @@ def test_the_template_has_the_functions_and_layer_the_tests_walk() -> None:
     # Guards the parametrised tests below against passing because they saw nothing.
     assert {"AskFunction", "FeedbackFunction", "IngestFunction"} <= set(FUNCTIONS)
     assert LAYERS == ["CandorLayer"]
-    assert {"HttpApi"} == HTTP_APIS
+    assert {"Api"} == REST_APIS
+    assert API_FUNCTIONS == ["AskFunction", "FeedbackFunction"]
 
 
 @pytest.mark.parametrize("logical_id", FUNCTIONS)
@@ -246,35 +288,159 @@ def test_ssm_parameters_are_readable_by_the_functions_given_them(logical_id: str
     assert granted == given
 
 
-def test_the_ask_function_serves_the_http_api() -> None:
-    assert "AskFunction" in API_FUNCTIONS
+def test_the_api_is_a_regional_rest_api_and_no_http_api_is_left() -> None:
+    # Only REST APIs stream a Lambda response; an HTTP API would buffer it.
+    properties = RESOURCES["Api"]["Properties"]
+    assert properties["EndpointConfiguration"] == {"Type": "REGIONAL"}
+    assert not [k for k, v in RESOURCES.items() if v["Type"] == "AWS::Serverless::HttpApi"]
+    assert not [
+        f
+        for f in FUNCTIONS
+        if "Events" in RESOURCES[f]["Properties"]
+        and any(
+            e["Type"] in {"Api", "HttpApi"} for e in RESOURCES[f]["Properties"]["Events"].values()
+        )
+    ]
+
+
+def test_every_route_the_widget_and_owners_need_is_wired() -> None:
+    assert set(api_routes()) == {
+        ("POST", "/ask"),
+        ("OPTIONS", "/ask"),
+        ("POST", "/ask/stream"),
+        ("OPTIONS", "/ask/stream"),
+        ("GET", "/health"),
+        ("POST", "/feedback"),
+        ("OPTIONS", "/feedback"),
+        ("POST", "/server/ask"),
+        ("POST", "/server/ask/stream"),
+    }
+    assert function_routes("FeedbackFunction") == [("OPTIONS", "/feedback"), ("POST", "/feedback")]
+
+
+@pytest.mark.parametrize("route", sorted(api_routes()), ids=" ".join)
+def test_every_route_is_a_proxy_integration_of_a_function(route: tuple[str, str]) -> None:
+    wired = integration(route)
+    assert wired["type"] == "aws_proxy"
+    assert wired["httpMethod"] == "POST"  # Lambda is always invoked with POST
+    assert route_function(route) in FUNCTIONS
+
+
+@pytest.mark.parametrize("logical_id", API_FUNCTIONS)
+def test_api_gateway_may_invoke_each_function_it_routes_to(logical_id: str) -> None:
+    # A missing permission passes every linter and answers 500 at the first request.
+    permissions = [
+        r["Properties"]
+        for r in RESOURCES.values()
+        if r["Type"] == "AWS::Lambda::Permission"
+        and r["Properties"]["FunctionName"] == {"Ref": logical_id}
+    ]
+    assert len(permissions) == 1
+    (permission,) = permissions
+    assert permission["Action"] == "lambda:InvokeFunction"  # and InvokeWithResponseStream
+    assert permission["Principal"] == "apigateway.amazonaws.com"
+    assert "${Api}/" in permission["SourceArn"]["Fn::Sub"]
+
+
+@pytest.mark.parametrize("route", function_routes("AskFunction"), ids=" ".join)
+def test_the_ask_functions_routes_stream_through_its_streaming_invocation(
+    route: tuple[str, str],
+) -> None:
+    # Under the adapter in response_stream mode the function answers in Lambda's
+    # streaming format on every route, which only this integration reads.
+    wired = integration(route)
+    assert wired["uri"] == {"Fn::Sub": STREAMING_INVOCATION % "AskFunction"}
+    assert wired["responseTransferMode"] == "STREAM"
+
+
+@pytest.mark.parametrize("route", function_routes("FeedbackFunction"), ids=" ".join)
+def test_the_feedback_function_is_invoked_buffered(route: tuple[str, str]) -> None:
+    wired = integration(route)
+    assert wired["uri"] == {"Fn::Sub": BUFFERED_INVOCATION % "FeedbackFunction"}
+    assert wired.get("responseTransferMode", "BUFFERED") == "BUFFERED"
+
+
+def test_the_ask_function_runs_the_app_in_uvicorn_under_the_web_adapter() -> None:
+    properties = function_properties("AskFunction")
+    variables = environment("AskFunction")
+    assert variables["AWS_LAMBDA_EXEC_WRAPPER"] == "/opt/bootstrap"
+    assert variables["AWS_LWA_INVOKE_MODE"] == "response_stream"
+    port = variables["AWS_LWA_PORT"]
+    assert port.isdigit() and port != "9001"  # 9001 is the Lambda runtime API's port
+    # The start-up command exists, is executable, and serves the adapted app on that port.
+    script = code_path("AskFunction") / properties["Handler"]
+    assert script.is_file() and os.access(script, os.X_OK)
+    text = script.read_text()
+    assert "uvicorn app:web" in text
+    assert '--port "${AWS_LWA_PORT' in text
+    assert "--host 127.0.0.1" in text
+    # The adapter waits for its readiness check before the first request: a public GET.
+    assert ("GET", variables["AWS_LWA_READINESS_CHECK_PATH"]) in api_routes()
+
+
+def test_the_web_adapter_layer_is_the_published_one_for_the_functions_architecture() -> None:
+    properties = function_properties("AskFunction")
+    assert properties["Architectures"] == ["x86_64"]
+    layers = properties["Layers"]
+    assert {"Ref": "CandorLayer"} in layers
+    (adapter,) = [layer for layer in layers if isinstance(layer, dict) and "Fn::If" in layer]
+    condition, published, given = adapter["Fn::If"]
+    assert condition == "PublishedWebAdapter"
+    assert TEMPLATE["Conditions"]["PublishedWebAdapter"] == {
+        "Fn::Equals": [{"Ref": "WebAdapterLayerArn"}, ""]
+    }
+    assert given == {"Ref": "WebAdapterLayerArn"}
+    arn = published["Fn::Sub"]
+    # AWS's account that publishes the adapter, its x86_64 layer, a pinned version.
+    assert re.fullmatch(
+        r"arn:\$\{AWS::Partition\}:lambda:\$\{AWS::Region\}:753240598075:layer:"
+        r"LambdaAdapterLayerX86:\d+",
+        arn,
+    )
+    # An ARN the parameter takes is one the owner can pin instead.
+    pattern = PARAMETERS["WebAdapterLayerArn"]["AllowedPattern"]
+    concrete = arn.replace("${AWS::Partition}", "aws").replace("${AWS::Region}", "eu-west-1")
+    assert re.fullmatch(pattern, concrete)
+    assert re.fullmatch(pattern, "")
+
+
+def test_the_ask_module_serves_its_app_adapted_for_the_web_adapter(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from candor.api.lambda_web import AdaptedInvocations
+
+    monkeypatch.setenv("CANDOR_ALLOWED_ORIGINS", "https://docs.example.com")
+    monkeypatch.setenv("CANDOR_SESSION_SECRET_PARAMETER", "/candor/session-secret")
+    module = function_module("AskFunction")
+    assert isinstance(module.web, AdaptedInvocations)
+    assert module.web.app is module.app
 
 
 @pytest.mark.parametrize("logical_id", API_FUNCTIONS)
 def test_api_functions_stop_before_the_gateway_gives_up(logical_id: str) -> None:
-    events = http_api_events(logical_id)
     timeout = function_properties(logical_id)["Timeout"]
-    assert timeout < HTTP_API_LIMIT_SECONDS
-    for event in events.values():
-        assert timeout * 1000 < event.get("TimeoutInMillis", HTTP_API_LIMIT_SECONDS * 1000)
+    assert timeout < BUFFERED_LIMIT_SECONDS
 
 
-@pytest.mark.parametrize("logical_id", FUNCTIONS)
-def test_api_routes_belong_to_the_configured_http_api(logical_id: str) -> None:
-    # An event without ApiId makes SAM create a second API, with no CORS and no throttling.
-    for name, event in http_api_events(logical_id).items():
-        assert event.get("ApiId", {}).get("Ref") in HTTP_APIS, f"{logical_id}.{name}"
-
-
-def fastapi_app(logical_id: str) -> FastAPI:
+def function_module(logical_id: str) -> Any:
     path, _ = handler_file(logical_id)
     spec = importlib.util.spec_from_file_location(f"template_check_{logical_id}", path)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    app = module.app
+    return module
+
+
+def fastapi_app(logical_id: str) -> FastAPI:
+    app = function_module(logical_id).app
     assert isinstance(app, FastAPI)
     return app
+
+
+def app_path(logical_id: str, path: str) -> str:
+    """The path the app sees: the adapter strips AWS_LWA_REMOVE_BASE_PATH."""
+    base = environment(logical_id).get("AWS_LWA_REMOVE_BASE_PATH")
+    return path.removeprefix(base) if base and path.startswith(f"{base}/") else path
 
 
 @pytest.mark.parametrize("logical_id", API_FUNCTIONS)
@@ -284,27 +450,86 @@ def test_api_routes_exist_in_the_function_app(
     # The handler refuses to start without these (test_api_functions_get_...).
     monkeypatch.setenv("CANDOR_ALLOWED_ORIGINS", "https://docs.example.com")
     monkeypatch.setenv("CANDOR_SESSION_SECRET_PARAMETER", "/candor/session-secret")
-    events = http_api_events(logical_id)
     # The OpenAPI document lists every route the app serves, however routers nest.
     paths: dict[str, dict[str, Any]] = fastapi_app(logical_id).openapi()["paths"]
     served = {(method.upper(), path) for path, methods in paths.items() for method in methods}
-    for name, event in events.items():
-        route = (event["Method"].upper(), event["Path"])
-        assert route in served, f"{logical_id}.{name}: the app does not serve {route}"
+    for method, path in function_routes(logical_id):
+        if method == "OPTIONS":
+            continue  # the edge answers preflights for every path (below)
+        route = (method, app_path(logical_id, path))
+        assert route in served, f"{logical_id}: the app does not serve {route}"
 
 
-def test_http_api_throttles_every_route_by_default() -> None:
-    # cfn-lint passes a misspelt key here, which would leave the API unthrottled.
-    settings = RESOURCES["HttpApi"]["Properties"]["DefaultRouteSettings"]
-    assert {"ThrottlingRateLimit", "ThrottlingBurstLimit"} <= set(settings)
+@pytest.mark.parametrize("logical_id", API_FUNCTIONS)
+def test_browser_routes_answer_the_preflight_of_an_allowed_origin_only(
+    logical_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fastapi.testclient import TestClient
 
+    from candor.api.edge import EXPOSE_HEADERS
 
-def test_http_api_allows_only_the_configured_origins() -> None:
-    cors = RESOURCES["HttpApi"]["Properties"]["CorsConfiguration"]
-    assert cors["AllowOrigins"] == {"Fn::Split": [",", {"Ref": "AllowedOrigins"}]}
-    assert "Default" not in PARAMETERS["AllowedOrigins"]
+    allowed = "https://docs.example.com"
+    monkeypatch.setenv("CANDOR_ALLOWED_ORIGINS", allowed)
+    monkeypatch.setenv("CANDOR_SESSION_SECRET", "template-test-session-secret-0123456789")
+    http = TestClient(fastapi_app(logical_id))
+    browser_routes = [
+        path
+        for method, path in function_routes(logical_id)
+        if method == "POST" and "security" not in api_routes()[(method, path)]
+    ]
+    assert browser_routes
+    for path in browser_routes:
+        assert ("OPTIONS", path) in api_routes(), f"no preflight route for {path}"
+        preflight = {"Origin": allowed, "Access-Control-Request-Method": "POST"}
+        answered = http.options(path, headers=preflight)
+        assert answered.status_code == 204, path
+        assert answered.headers["access-control-allow-origin"] == allowed
+        foreign = http.options(path, headers=preflight | {"Origin": "https://evil.example"})
+        assert foreign.status_code == 403, path
+        assert "access-control-allow-origin" not in foreign.headers
     # A page reads the trace id of an error and when to retry only if they are exposed.
-    assert {"x-trace-id", "retry-after"} <= set(cors["ExposeHeaders"])
+    assert {"x-trace-id", "retry-after"} <= {h.strip() for h in EXPOSE_HEADERS.split(",")}
+
+
+def test_the_stage_throttles_every_method_from_the_parameters() -> None:
+    # cfn-lint passes a misspelt key here, which would leave the API unthrottled.
+    (settings,) = RESOURCES["Api"]["Properties"]["MethodSettings"]
+    assert settings["ResourcePath"] == "/*"
+    assert settings["HttpMethod"] == "*"
+    assert settings["ThrottlingRateLimit"] == {"Ref": "ApiRateLimit"}
+    assert settings["ThrottlingBurstLimit"] == {"Ref": "ApiBurstLimit"}
+
+
+def test_server_routes_need_the_optional_usage_plans_key() -> None:
+    definition = RESOURCES["Api"]["Properties"]["DefinitionBody"]
+    scheme = definition["components"]["securitySchemes"]["ServerApiKey"]
+    assert scheme == {"type": "apiKey", "name": "x-api-key", "in": "header"}
+    assert definition["x-amazon-apigateway-api-key-source"] == "HEADER"
+    keyed = sorted(route for route, op in api_routes().items() if "security" in op)
+    assert keyed == [("POST", "/server/ask"), ("POST", "/server/ask/stream")]
+    assert all(api_routes()[r]["security"] == [{"ServerApiKey": []}] for r in keyed)
+    # The adapter strips the prefix, so the app serves them as /ask and /ask/stream.
+    assert environment("AskFunction")["AWS_LWA_REMOVE_BASE_PATH"] == "/server"
+    # The key, its plan and their link exist only when the owner asks for them.
+    plan = {"ServerApiKey", "ServerUsagePlan", "ServerUsagePlanKey"}
+    assert {RESOURCES[name]["Condition"] for name in plan} == {"CreateServerUsagePlan"}
+    assert TEMPLATE["Conditions"]["CreateServerUsagePlan"] == {
+        "Fn::Equals": [{"Ref": "ServerAccess"}, "create"]
+    }
+    assert PARAMETERS["ServerAccess"]["Default"] == "none"
+    usage = RESOURCES["ServerUsagePlan"]["Properties"]
+    assert usage["ApiStages"] == [{"ApiId": {"Ref": "Api"}, "Stage": {"Ref": "Api.Stage"}}]
+    assert usage["Throttle"] == {
+        "RateLimit": {"Ref": "ServerRateLimit"},
+        "BurstLimit": {"Ref": "ServerBurstLimit"},
+    }
+    assert usage["Quota"] == {"Limit": {"Ref": "ServerDailyQuota"}, "Period": "DAY"}
+    link = RESOURCES["ServerUsagePlanKey"]["Properties"]
+    assert link == {
+        "KeyId": {"Ref": "ServerApiKey"},
+        "KeyType": "API_KEY",
+        "UsagePlanId": {"Ref": "ServerUsagePlan"},
+    }
 
 
 @pytest.mark.parametrize("logical_id", API_FUNCTIONS)

@@ -149,7 +149,10 @@ def test_the_trace_settings_come_from_parameters() -> None:
 
 def test_the_outputs_name_what_an_owner_needs() -> None:
     outputs = TEMPLATE["Outputs"]
-    assert outputs["ApiUrl"]["Value"] == {"Fn::GetAtt": ["HttpApi", "ApiEndpoint"]}
+    assert outputs["ApiUrl"]["Value"] == {
+        "Fn::Sub": "https://${Api}.execute-api.${AWS::Region}.${AWS::URLSuffix}/v1"
+    }
+    assert RESOURCES["Api"]["Properties"]["StageName"] == "v1"
     assert outputs["DocumentsBucketName"]["Value"] == {"Ref": "DocumentsBucket"}
     assert outputs["StateTableName"]["Value"] == {"Ref": "StateTable"}
     assert outputs["IngestDeadLetterQueueUrl"]["Value"] == {"Ref": "IngestDeadLetterQueue"}

@@ -9,6 +9,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
 
 from pydantic import ValidationError
 
@@ -20,6 +21,10 @@ from candor.errors import (
 )
 from candor.progress import progress as show_progress
 from candor.settings import Settings
+
+if TYPE_CHECKING:
+    from candor.deps import Deps
+    from candor.service import AskResult
 
 EXIT_USAGE = 2
 EXIT_FAILED = 1
@@ -83,7 +88,6 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 def cmd_ask(args: argparse.Namespace) -> int:
     from candor.api.schemas import AskRequest, AskResponse
     from candor.factory import build_deps
-    from candor.service import ask
 
     try:
         request = AskRequest(question=args.question, session_id=args.session, top_k=args.top_k)
@@ -95,9 +99,17 @@ def cmd_ask(args: argparse.Namespace) -> int:
     if deps.index.count() == 0:
         print("candor: the index is empty; run `candor ingest PATH` first", file=sys.stderr)
         return EXIT_USAGE
+    # On a terminal the answer appears as it is generated; piped or as JSON, whole.
+    live = not args.json and sys.stdout.isatty()
     try:
         result = asyncio.run(
-            ask(deps, request.question, session_id=request.session_id, top_k=request.top_k)
+            ask_and_show(
+                deps,
+                request.question,
+                session_id=request.session_id,
+                top_k=request.top_k,
+                live=live,
+            )
         )
     except (SessionEndedError, RateLimitedError, BudgetExhaustedError) as error:
         print(f"candor: {error}", file=sys.stderr)
@@ -106,12 +118,69 @@ def cmd_ask(args: argparse.Namespace) -> int:
     if args.json:
         print(response.model_dump_json())
         return 0
-    print(response.answer)
+    if not live:
+        print(response.answer)
     for number, citation in enumerate(response.citations, start=1):
         print(f"  [{number}] {citation.title or citation.source} ({citation.source})")
     seconds = sum(step.ms for step in response.trace) / 1000
     print(f"  -- {response.decision}, {seconds:.1f} s, session {response.session_id}")
     return 0
+
+
+async def ask_and_show(
+    deps: Deps,
+    question: str,
+    *,
+    session_id: str | None = None,
+    top_k: int | None = None,
+    live: bool = True,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+) -> AskResult:
+    """Ask; with `live`, write the answer to `out` as it streams and each step to `err`.
+
+    The streamed text is the model's own: when the final answer differs (its
+    citations renumbered, or declined because no passage supports it), the final
+    answer follows it.
+    """
+    from candor.graph import runner
+    from candor.service import Done, prepare
+
+    prepared = await prepare(deps, question, session_id=session_id, top_k=top_k)
+    if not live:
+        return await prepared.result()
+    out = out or sys.stdout
+    err = err or sys.stderr
+    streamed = ""
+    async for event in prepared.events():
+        match event:
+            case runner.StepEvent(step=step):
+                if streamed and not streamed.endswith("\n"):
+                    streamed += "\n"
+                    out.write("\n")
+                    out.flush()
+                print(f"  {step.node}: {step.ms / 1000:.1f} s", file=err, flush=True)
+            case runner.TokenEvent(text=text):
+                if not streamed:
+                    text = text.lstrip()
+                streamed += text
+                out.write(text)
+                out.flush()
+            case Done(result=result):
+                if streamed and not streamed.endswith("\n"):
+                    out.write("\n")
+                if result.answer != streamed.strip():
+                    if streamed:
+                        print(f"  -- {_replaced(result.decision)}:", file=err, flush=True)
+                    print(result.answer, file=out, flush=True)
+                return result
+    raise AssertionError("unreachable: events() ends with Done or raises")
+
+
+def _replaced(decision: str) -> str:
+    if decision == "declined":
+        return "no passage supports that reply, so candor declines"
+    return "the answer, with its citations checked"
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -124,7 +193,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     print(
         f"candor is serving on http://{args.host}:{args.port}  (API docs: /docs)\n"
         f"  ask:  curl -s http://{args.host}:{args.port}/ask -H 'content-type: application/json' "
-        '-d \'{"question": "How do I deploy candor to AWS?"}\'',
+        '-d \'{"question": "How do I deploy candor to AWS?"}\'\n'
+        f"  streamed: curl -N http://{args.host}:{args.port}/ask/stream (the same body)",
         file=sys.stderr,
     )
     if not settings.allowed_origins:

@@ -40,7 +40,7 @@ def client_address(peer: str | None, forwarded_for: str | None, trusted_hops: in
     """The address a request came from, as far as it can be trusted.
 
     With no trusted proxy, the connection's peer: on Lambda that is API Gateway's
-    `requestContext.http.sourceIp`, which the client cannot set. X-Forwarded-For
+    `requestContext.identity.sourceIp`, which the client cannot set. X-Forwarded-For
     is then ignored, because its left part is whatever the client sent. Behind
     `trusted_hops` proxies that each append the address they saw, the address
     the outermost one appended is the N-th from the right.

@@ -7,7 +7,7 @@ the others are plain calls that the graph runs in a worker thread.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel
 
+from candor.errors import ModelError
 from candor.types import Chunk, Message, Metadata, Rankings, Usage
 
 M = TypeVar("M", bound=BaseModel)
@@ -36,9 +37,14 @@ class Text:
     usage: Usage
 
 
+# What ChatModel.stream yields: pieces of text as they are generated, then the
+# call's Usage, once, last.
+TextPiece = str | Usage
+
+
 @runtime_checkable
 class ChatModel(Protocol):
-    """A chat model: a constrained structured call and a free-text call."""
+    """A chat model: a constrained structured call and a free-text call, whole or streamed."""
 
     name: str
 
@@ -49,8 +55,31 @@ class ChatModel(Protocol):
         ...
 
     async def text(self, messages: Sequence[Message], *, max_tokens: int = 256) -> Text:
-        """Return free text."""
+        """Return free text: `read_text(self.stream(...))`."""
         ...
+
+    def stream(
+        self, messages: Sequence[Message], *, max_tokens: int = 256
+    ) -> AsyncIterator[TextPiece]:
+        """Yield free text in pieces as it is generated, then the call's Usage.
+
+        A consumer that stops early (aclose, cancellation) ends the generation.
+        """
+        ...
+
+
+async def read_text(pieces: AsyncIterator[TextPiece]) -> Text:
+    """The whole reply of a stream, stripped, with the usage that ends it."""
+    parts: list[str] = []
+    usage: Usage | None = None
+    async for piece in pieces:
+        if isinstance(piece, Usage):
+            usage = piece
+        else:
+            parts.append(piece)
+    if usage is None:
+        raise ModelError("the model's stream ended without reporting its usage")
+    return Text("".join(parts).strip(), usage)
 
 
 @runtime_checkable

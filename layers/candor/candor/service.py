@@ -1,4 +1,8 @@
-"""The one call behind POST /ask and `candor ask`."""
+"""The one call behind POST /ask, POST /ask/stream and `candor ask`.
+
+`prepare` runs the guards and starts the run; its events are read streamed
+(POST /ask/stream, `candor ask` on a terminal) or whole (`ask`, POST /ask).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ import logging
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import asdict, dataclass
 
 from candor import deadline as deadlines
@@ -47,6 +51,89 @@ def new_session_id() -> str:
     return uuid.uuid4().hex
 
 
+@dataclass(frozen=True, slots=True)
+class Done:
+    """The run is over: `result` is exactly what POST /ask returns."""
+
+    result: AskResult
+
+
+@dataclass(frozen=True, slots=True)
+class Idle:
+    """Nothing has happened for the idle interval: a point to keep a connection open."""
+
+
+AskEvent = runner.StepEvent | runner.TokenEvent | Done | Idle
+
+
+@dataclass(frozen=True, slots=True)
+class _Failed:
+    error: BaseException
+
+
+# How a run is driven once its guards have passed: it emits its events, and
+# returns the result (or raises).
+_Drive = Callable[[runner.Emit], Awaitable[AskResult]]
+
+
+class PreparedAsk:
+    """A question that passed every guard; its run has started, in a task of its own.
+
+    Read its events once, with `events()` (streamed) or `result()` (whole). The
+    run is a task rather than the reader's own code so that what it must do
+    whatever happens (settle the budget) is not cut short with the reader: a
+    reader that stops early (a client that hung up) cancels the run, which then
+    settles the reservation to what was spent, with no further model call.
+    """
+
+    def __init__(self, trace_id: str, drive: _Drive) -> None:
+        self.trace_id = trace_id
+        self._queue: asyncio.Queue[AskEvent | _Failed] = asyncio.Queue()
+        self._task = asyncio.create_task(self._run(drive), name=f"ask-{trace_id}")
+
+    async def _run(self, drive: _Drive) -> None:
+        try:
+            result = await drive(self._queue.put_nowait)
+        except asyncio.CancelledError:
+            self._queue.put_nowait(_Failed(asyncio.CancelledError()))  # a reader stops too
+            raise
+        except Exception as error:  # handed to the reader, raised there
+            self._queue.put_nowait(_Failed(error))
+        else:
+            self._queue.put_nowait(Done(result))
+
+    async def events(self, *, idle_seconds: float | None = None) -> AsyncIterator[AskEvent]:
+        """Steps and tokens as they happen, then Done; an Idle after each quiet interval.
+
+        Raises what the run raised. Stopping early cancels the run.
+        """
+        try:
+            while True:
+                try:
+                    item = await asyncio.wait_for(self._queue.get(), idle_seconds)
+                except TimeoutError:
+                    yield Idle()
+                    continue
+                if isinstance(item, _Failed):
+                    raise item.error
+                yield item
+                if isinstance(item, Done):
+                    return
+        finally:
+            self.cancel()
+
+    async def result(self) -> AskResult:
+        """The whole answer, once the run is over."""
+        async for event in self.events():
+            if isinstance(event, Done):
+                return event.result
+        raise AssertionError("unreachable: events() ends with Done or raises")
+
+    def cancel(self) -> None:
+        """Stop the run (no-op once it is over); it settles the budget as it ends."""
+        self._task.cancel()
+
+
 async def ask(
     deps: Deps,
     question: str,
@@ -56,15 +143,32 @@ async def ask(
     client: str | None = None,
     trace_id: str | None = None,
 ) -> AskResult:
-    """Answer one question in a session, behind the guards, in this order:
+    """Answer one question: `prepare`, then the whole result. See `prepare` for the guards."""
+    prepared = await prepare(
+        deps, question, session_id=session_id, top_k=top_k, client=client, trace_id=trace_id
+    )
+    return await prepared.result()
+
+
+async def prepare(
+    deps: Deps,
+    question: str,
+    *,
+    session_id: str | None = None,
+    top_k: int | None = None,
+    client: str | None = None,
+    trace_id: str | None = None,
+) -> PreparedAsk:
+    """Run every guard of one question in a session, then start its run. In this order:
 
     rate limits (per `client` address and per session), the ended-session check,
     the answer cache (a hit makes no model call and reserves nothing), then a
     budget reservation held around every model call of the graph.
-    Raises RateLimitedError, SessionEndedError or BudgetExhaustedError, and
-    DeadlineExceededError when the run passes the request's deadline. Once the
-    graph has answered, the answer is returned even if settling the budget,
-    caching the answer or recording the turn fails (those are logged and counted).
+    Raises RateLimitedError, SessionEndedError or BudgetExhaustedError here, so
+    that a refusal is decided before any answer is sent. The run raises
+    DeadlineExceededError when it passes the request's deadline. Once the graph
+    has answered, the answer is returned even if settling the budget, caching the
+    answer or recording the turn fails (those are logged and counted).
     """
     settings = deps.settings
     trace_id = trace_id or uuid.uuid4().hex
@@ -94,73 +198,89 @@ async def ask(
         if hit is not None:
             cached = guards.CachedAnswer.from_json(hit)
             ms = round((time.perf_counter() - started) * 1000, 2)
-            await _remember(
-                deps, session_id, Turn(question, cached.answer, cached.decision), trace_id
-            )
-            result = AskResult(
-                answer=cached.answer,
-                decision=cached.decision,
-                citations=cached.citations,
-                attempts=0,
-                session_id=session_id,
-                trace_id=trace_id,
-                trace=(TraceStep("cache", ms, 0, 0, 0.0),),
-                cached=True,
-            )
-            await traces.record(
-                deps, result, question=question, started=now, corpus_version=key.corpus_version
-            )
-            return result
+
+            async def answer_from_cache(emit: runner.Emit) -> AskResult:
+                emit(runner.TokenEvent(cached.answer))  # the whole answer, as one piece
+                await _remember(
+                    deps, session_id, Turn(question, cached.answer, cached.decision), trace_id
+                )
+                result = AskResult(
+                    answer=cached.answer,
+                    decision=cached.decision,
+                    citations=cached.citations,
+                    attempts=0,
+                    session_id=session_id,
+                    trace_id=trace_id,
+                    trace=(TraceStep("cache", ms, 0, 0, 0.0),),
+                    cached=True,
+                )
+                await traces.record(
+                    deps,
+                    result,
+                    question=question,
+                    started=now,
+                    corpus_version=key.corpus_version,
+                )
+                return result
+
+            return PreparedAsk(trace_id, answer_from_cache)
 
     history = session.history[-settings.history_turns :] if settings.history_turns else []
     amount = guards.reservation_usd(settings, deps.chat.name, deps.embedder)
     holds = await asyncio.to_thread(
         guards.reserve, deps.state, settings, session_id=session_id, amount=amount, now=now
     )
-    # The meter sees every model call and embedding, also those of a run that fails
-    # halfway or runs out of time, so the true-up charges what was spent: the
-    # trace's costs, or less on failure.
-    meter = runner.Meter()
-    try:
-        final = await runner.run(
-            GraphState(
-                question=question, session_id=session_id, top_k=top_k, history=tuple(history)
-            ),
-            deps,
-            meter=meter,
-            deadline=deadlines.after(settings.request_deadline(), start=now),
-        )
-    finally:
-        spent = guards.usd(meter.usage.cost_usd)
-        # A settle that fails must not replace the run's own error (or lose its
-        # answer): the hold then stays on the ledger, which errs towards the cap.
-        await _best_effort("settle", trace_id, lambda: guards.settle(deps.state, holds, spent))
 
-    decision: Decision = final.decision or "declined"
-    if key is not None and guards.cacheable(final):
-        entry = guards.CachedAnswer(final.answer, decision, final.citations)
-        await _best_effort(
-            "cache_put",
-            trace_id,
-            lambda: deps.state.cache_put(
-                key, entry.to_json(), expires_at=int(now) + settings.cache_ttl_seconds
-            ),
+    async def answer_from_graph(emit: runner.Emit) -> AskResult:
+        # The meter sees every model call and embedding, also those of a run that
+        # fails halfway, runs out of time or is cancelled, so the true-up charges
+        # what was spent: the trace's costs, or less on failure.
+        meter = runner.Meter()
+        try:
+            final = await runner.run(
+                GraphState(
+                    question=question, session_id=session_id, top_k=top_k, history=tuple(history)
+                ),
+                deps,
+                meter=meter,
+                deadline=deadlines.after(settings.request_deadline(), start=now),
+                emit=emit,
+            )
+        finally:
+            spent = guards.usd(meter.usage.cost_usd)
+            # A settle that fails must not replace the run's own error (or lose its
+            # answer): the hold then stays on the ledger, which errs towards the cap.
+            await _best_effort("settle", trace_id, lambda: guards.settle(deps.state, holds, spent))
+
+        decision: Decision = final.decision or "declined"
+        if key is not None and guards.cacheable(final):
+            entry = guards.CachedAnswer(final.answer, decision, final.citations)
+            await _best_effort(
+                "cache_put",
+                trace_id,
+                lambda: deps.state.cache_put(
+                    key, entry.to_json(), expires_at=int(now) + settings.cache_ttl_seconds
+                ),
+            )
+        await _remember(
+            deps, session_id, Turn(nodes.subject(final), final.answer, decision), trace_id
         )
-    await _remember(deps, session_id, Turn(nodes.subject(final), final.answer, decision), trace_id)
-    result = AskResult(
-        answer=final.answer,
-        decision=decision,
-        citations=final.citations,
-        attempts=final.attempts,
-        session_id=session_id,
-        trace_id=trace_id,
-        trace=final.trace,
-    )
-    version = key.corpus_version if key is not None else None
-    await traces.record(
-        deps, result, question=question, started=now, final=final, corpus_version=version
-    )
-    return result
+        result = AskResult(
+            answer=final.answer,
+            decision=decision,
+            citations=final.citations,
+            attempts=final.attempts,
+            session_id=session_id,
+            trace_id=trace_id,
+            trace=final.trace,
+        )
+        version = key.corpus_version if key is not None else None
+        await traces.record(
+            deps, result, question=question, started=now, final=final, corpus_version=version
+        )
+        return result
+
+    return PreparedAsk(trace_id, answer_from_graph)
 
 
 def _cache_key(deps: Deps, question: str, top_k: int) -> CacheKey:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi.responses import StreamingResponse
 
 from candor import __version__, guards, service
-from candor.api import errors
+from candor.api import errors, stream
 from candor.api.edge import Edge, EdgeMiddleware, EdgeProvider, build_edge
 from candor.api.feedback import feedback_router
 from candor.api.health import HealthCache
@@ -43,25 +44,58 @@ EdgeDep = Annotated[Edge, Depends(_edge)]
 ask_router = APIRouter(tags=["ask"])
 
 
-@ask_router.post(
-    "/ask",
-    response_model=AskResponse,
-    responses={
-        **EDGE_RESPONSES,
-        **error_responses(
-            **{
-                "401": "The session id is not one this server signed, or it expired "
-                "(reason session_invalid): start a new session.",
-                "429": "Rate limited; see Retry-After.",
-                "503": "The spending budget is used up, or a dependency (model, index, "
-                "state store) is unavailable; see Retry-After.",
-            }
-        ),
-        422: {"model": ValidationErrorResponse, "description": "The body is not a valid question."},
-    },
-)
+ASK_RESPONSES: dict[int | str, dict[str, Any]] = {
+    **EDGE_RESPONSES,
+    **error_responses(
+        **{
+            "401": "The session id is not one this server signed, or it expired "
+            "(reason session_invalid): start a new session.",
+            "429": "Rate limited; see Retry-After.",
+            "503": "The spending budget is used up, or a dependency (model, index, "
+            "state store) is unavailable; see Retry-After.",
+        }
+    ),
+    422: {"model": ValidationErrorResponse, "description": "The body is not a valid question."},
+}
+
+
+@ask_router.post("/ask", response_model=AskResponse, responses=ASK_RESPONSES)
 async def ask(body: AskRequest, request: Request, deps: DepsDep, edge: EdgeDep) -> AskResponse:
     """Answer a question from the documents with citations, or decline."""
+    prepared = await _prepare(body, request, deps, edge)
+    return AskResponse.model_validate((await prepared.result()).to_json())
+
+
+@ask_router.post(
+    "/ask/stream",
+    response_class=StreamingResponse,
+    responses={
+        **ASK_RESPONSES,
+        200: {
+            "description": "Server-sent events: `step` per node, `token` per piece of the "
+            "reply, then `done` (exactly the POST /ask response) or `error` "
+            "(`{status, detail, reason, trace_id}`); a `: keep-alive` comment every "
+            f"{stream.KEEPALIVE_SECONDS:.0f} s while nothing else is sent. Refusals before the "
+            "stream starts are the same JSON errors as POST /ask.",
+            "content": {stream.MEDIA_TYPE: {"schema": stream.EVENT_SCHEMA}},
+        },
+    },
+)
+async def ask_stream(
+    body: AskRequest, request: Request, deps: DepsDep, edge: EdgeDep
+) -> StreamingResponse:
+    """The same question as POST /ask, answered as it happens (text/event-stream)."""
+    prepared = await _prepare(body, request, deps, edge)
+    events = stream.server_sent_events(
+        prepared, keepalive_seconds=request.app.state.keepalive_seconds
+    )
+    return StreamingResponse(events, media_type=stream.MEDIA_TYPE, headers=stream.HEADERS)
+
+
+async def _prepare(
+    body: AskRequest, request: Request, deps: Deps, edge: Edge
+) -> service.PreparedAsk:
+    """Every guard of both routes, in one place; a refusal raises before any byte is sent."""
     # Only ids this server signed reach the guards and the session state: a
     # forged one is refused here, before anything is written for it.
     signer = edge.signer()
@@ -71,7 +105,7 @@ async def ask(body: AskRequest, request: Request, deps: DepsDep, edge: EdgeDep) 
         request.headers.get("x-forwarded-for"),
         deps.settings.trusted_proxy_hops,
     )
-    result = await service.ask(
+    return await service.prepare(
         deps,
         body.question,
         session_id=session_id,
@@ -79,7 +113,6 @@ async def ask(body: AskRequest, request: Request, deps: DepsDep, edge: EdgeDep) 
         client=address,
         trace_id=errors.trace_id_of(request),
     )
-    return AskResponse.model_validate(result.to_json())
 
 
 health_router = APIRouter(tags=["health"])
@@ -116,10 +149,12 @@ def create_app(
     *,
     edge_provider: EdgeProvider | None = None,
     routers: tuple[APIRouter, ...] | None = None,
+    keepalive_seconds: float = stream.KEEPALIVE_SECONDS,
 ) -> FastAPI:
     """Build the app. Both providers are called per request and should cache their result.
 
     Without `edge_provider`, the edge follows the settings of the dependencies.
+    `keepalive_seconds` is how long a stream may stay quiet before a keep-alive comment.
     """
     app = FastAPI(
         title="candor",
@@ -131,6 +166,7 @@ def create_app(
         lambda: app.state.deps_provider().settings
     )
     app.state.health = HealthCache()
+    app.state.keepalive_seconds = keepalive_seconds
     for router in routers or (ask_router, health_router, feedback_router):
         app.include_router(router)
     errors.install(app)

@@ -164,8 +164,17 @@ def body(status_reason: str, message: str, trace_id: str) -> dict[str, str]:
     return {"detail": message, "reason": status_reason, "trace_id": trace_id}
 
 
-def error_response(error: BaseException, trace_id: str) -> JSONResponse:
-    """The response for `error`; logs its detail under `trace_id` when it is not routine."""
+@dataclass(frozen=True, slots=True)
+class PublicError:
+    """What a client is told of an error: a status, a body and its headers."""
+
+    status: int
+    body: dict[str, str]
+    headers: dict[str, str]
+
+
+def public_error(error: BaseException, trace_id: str) -> PublicError:
+    """The public face of `error`; logs its detail under `trace_id` when it is not routine."""
     row = row_for(error)
     if row.log:
         logger.error(
@@ -180,7 +189,13 @@ def error_response(error: BaseException, trace_id: str) -> JSONResponse:
     retry = row.retry_after(error) if callable(row.retry_after) else row.retry_after
     if retry is not None:
         headers["Retry-After"] = str(retry)
-    return JSONResponse(body(row.reason, message, trace_id), row.status, headers=headers)
+    return PublicError(row.status, body(row.reason, message, trace_id), headers)
+
+
+def error_response(error: BaseException, trace_id: str) -> JSONResponse:
+    """The response for `error` (see public_error)."""
+    public = public_error(error, trace_id)
+    return JSONResponse(public.body, public.status, headers=public.headers)
 
 
 def trace_id_of(request: Request) -> str:

@@ -30,7 +30,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -38,8 +38,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
+from candor.backends.threaded import iterate_in_thread
 from candor.errors import ConfigurationError, ModelError
-from candor.ports import M, Structured, Text
+from candor.ports import M, Structured, Text, TextPiece, read_text
 from candor.settings import Price
 from candor.types import Message, Usage
 
@@ -68,6 +69,15 @@ class CallTimings:
     generated_tokens: int
     decode_seconds: float
     total_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """One call in progress: its prompt, whether a saved head was restored, its start."""
+
+    prompt: list[int]
+    restored: bool
+    started: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,14 +217,13 @@ class LlamaChatModel:
         return Structured(value, self._usage(completion))
 
     async def text(self, messages: Sequence[Message], *, max_tokens: int = 256) -> Text:
-        completion = await asyncio.to_thread(
-            self._complete,
-            messages,
-            max_tokens=max_tokens,
-            grammar=None,
-            repeat_penalty=TEXT_REPEAT_PENALTY,
-        )
-        return Text(completion.text.strip(), self._usage(completion))
+        return await read_text(self.stream(messages, max_tokens=max_tokens))
+
+    async def stream(
+        self, messages: Sequence[Message], *, max_tokens: int = 256
+    ) -> AsyncIterator[TextPiece]:
+        async for piece in iterate_in_thread(lambda: self._pieces(messages, max_tokens)):
+            yield piece
 
     def prompt_tokens(self, messages: Sequence[Message]) -> list[int]:
         """The ChatML prompt for `messages`, as tokens, ending with an open assistant turn."""
@@ -276,6 +285,43 @@ class LlamaChatModel:
         tokens += loaded.plain("assistant\n")
         return tokens, max(head, 0)
 
+    def _begin(self, loaded: _Loaded, messages: Sequence[Message], max_tokens: int) -> _Call:
+        """Check the prompt fits, reset llama.cpp's counters and restore a saved head.
+
+        Call with the lock held.
+        """
+        import llama_cpp
+
+        prompt, head = self._prompt(loaded, messages)
+        if len(prompt) + max_tokens > self.context_tokens:
+            raise ModelError(
+                f"{self.name}: prompt of {len(prompt)} tokens + {max_tokens} to generate "
+                f"exceeds the context of {self.context_tokens}"
+            )
+        llama_cpp.llama_perf_context_reset(loaded.llama.ctx)
+        started = time.perf_counter()
+        try:
+            restored = loaded.start_from_head(prompt, head, keep=self.saved_system_prompts)
+        except (RuntimeError, ValueError) as e:
+            raise ModelError(f"{self.name}: llama.cpp failed: {e}") from e
+        return _Call(prompt, restored, started)
+
+    def _finish(self, loaded: _Loaded, call: _Call) -> None:
+        """Record llama.cpp's counters of the call that just ended (lock held)."""
+        import llama_cpp
+
+        elapsed = time.perf_counter() - call.started
+        perf = llama_cpp.llama_perf_context(loaded.llama.ctx)
+        self.last_timings = CallTimings(
+            prompt_tokens=len(call.prompt),
+            prompt_evaluated=int(perf.n_p_eval),
+            head_restored=call.restored,
+            prompt_seconds=float(perf.t_p_eval_ms) / 1000,
+            generated_tokens=int(perf.n_eval),
+            decode_seconds=float(perf.t_eval_ms) / 1000,
+            total_seconds=elapsed,
+        )
+
     def _complete(
         self,
         messages: Sequence[Message],
@@ -284,23 +330,12 @@ class LlamaChatModel:
         grammar: LlamaGrammar | None,
         repeat_penalty: float,
     ) -> _Completion:
-        import llama_cpp
-
         loaded = self._loaded()
         with loaded.lock:
-            llama = loaded.llama
-            prompt, head = self._prompt(loaded, messages)
-            if len(prompt) + max_tokens > self.context_tokens:
-                raise ModelError(
-                    f"{self.name}: prompt of {len(prompt)} tokens + {max_tokens} to generate "
-                    f"exceeds the context of {self.context_tokens}"
-                )
-            llama_cpp.llama_perf_context_reset(llama.ctx)
-            started = time.perf_counter()
+            call = self._begin(loaded, messages, max_tokens)
             try:
-                restored = loaded.start_from_head(prompt, head, keep=self.saved_system_prompts)
-                result: Any = llama.create_completion(
-                    prompt,
+                result: Any = loaded.llama.create_completion(
+                    call.prompt,
                     max_tokens=max_tokens,
                     temperature=0.0,
                     repeat_penalty=repeat_penalty,
@@ -310,22 +345,47 @@ class LlamaChatModel:
                 )
             except (RuntimeError, ValueError) as e:
                 raise ModelError(f"{self.name}: llama.cpp failed: {e}") from e
-            elapsed = time.perf_counter() - started
-            perf = llama_cpp.llama_perf_context(llama.ctx)
+            self._finish(loaded, call)
         choice = result["choices"][0]
         usage = result["usage"]
-        self.last_timings = CallTimings(
-            prompt_tokens=len(prompt),
-            prompt_evaluated=int(perf.n_p_eval),
-            head_restored=restored,
-            prompt_seconds=float(perf.t_p_eval_ms) / 1000,
-            generated_tokens=int(perf.n_eval),
-            decode_seconds=float(perf.t_eval_ms) / 1000,
-            total_seconds=elapsed,
-        )
         return _Completion(
             text=str(choice["text"]),
             finish_reason=str(choice.get("finish_reason") or ""),
             tokens_in=int(usage["prompt_tokens"]),
             tokens_out=int(usage["completion_tokens"]),
         )
+
+    def _pieces(self, messages: Sequence[Message], max_tokens: int) -> Iterator[TextPiece]:
+        """Free text as llama.cpp decodes it, then the usage (runs in a worker thread).
+
+        Closing the generator early stops the decoding and releases the lock.
+        """
+        loaded = self._loaded()
+        with loaded.lock:
+            call = self._begin(loaded, messages, max_tokens)
+            llama = loaded.llama
+            finish_reason = ""
+            try:
+                chunks: Any = llama.create_completion(
+                    call.prompt,
+                    max_tokens=max_tokens,
+                    temperature=0.0,
+                    repeat_penalty=TEXT_REPEAT_PENALTY,
+                    stop=[IM_END, IM_START],
+                    seed=_SEED,
+                    stream=True,
+                )
+                for chunk in chunks:
+                    choice = chunk["choices"][0]
+                    finish_reason = choice.get("finish_reason") or finish_reason
+                    if choice["text"]:
+                        yield str(choice["text"])
+            except (RuntimeError, ValueError) as e:
+                raise ModelError(f"{self.name}: llama.cpp failed: {e}") from e
+            # Streamed chunks carry no usage. Every generated token but a last one
+            # cut off by max_tokens has been evaluated into the KV cache (measured:
+            # this equals the unstreamed call's completion_tokens).
+            evaluated = llama.n_tokens - len(call.prompt)
+            tokens_out = evaluated + (1 if finish_reason == "length" else 0)
+            self._finish(loaded, call)
+        yield self._usage(_Completion("", finish_reason, len(call.prompt), tokens_out))

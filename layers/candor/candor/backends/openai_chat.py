@@ -2,8 +2,9 @@
 
 Decisions use structured outputs: the pydantic schema goes to the API as a strict
 JSON schema (`chat.completions.parse`), so the reply parses into the schema or the
-call fails with a ModelError; answers are plain text. Every call reports its
-tokens, priced from the settings' price table.
+call fails with a ModelError; answers are plain text, streamed (server-sent
+events, with `include_usage` so that the last chunk reports the tokens). Every
+call reports its tokens, priced from the settings' price table.
 
 The SDK is imported on first use, not at import: it costs about half a second of
 cold start, which a Lambda that answers from the cache never needs to pay.
@@ -20,14 +21,16 @@ candor.errors.ModelError; running out of time, DeadlineExceededError.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 from pydantic import ValidationError
 
+from candor import deadline
 from candor.backends.openai_client import LazyOpenAIClient
+from candor.backends.threaded import iterate_in_thread
 from candor.errors import ModelError
-from candor.ports import M, Structured, Text
+from candor.ports import M, Structured, Text, TextPiece, read_text
 from candor.settings import Price
 from candor.types import Message, Usage
 
@@ -66,9 +69,13 @@ class OpenAIChatModel:
         return Structured(value, self._usage(completion))
 
     async def text(self, messages: Sequence[Message], *, max_tokens: int = 256) -> Text:
-        completion = await asyncio.to_thread(self._create, messages, max_tokens)
-        content = completion.choices[0].message.content or ""
-        return Text(content.strip(), self._usage(completion))
+        return await read_text(self.stream(messages, max_tokens=max_tokens))
+
+    async def stream(
+        self, messages: Sequence[Message], *, max_tokens: int = 256
+    ) -> AsyncIterator[TextPiece]:
+        async for piece in iterate_in_thread(lambda: self._pieces(messages, max_tokens)):
+            yield piece
 
     def _parse(self, messages: Sequence[Message], schema: type[M], max_tokens: int) -> Any:
         from openai import OpenAIError
@@ -90,25 +97,49 @@ class OpenAIChatModel:
         except (OpenAIError, ValidationError) as e:
             raise ModelError(f"{self.name}: {type(e).__name__}: {e}") from e
 
-    def _create(self, messages: Sequence[Message], max_tokens: int) -> Any:
+    def _pieces(self, messages: Sequence[Message], max_tokens: int) -> Iterator[TextPiece]:
+        """The reply's text as the chunks arrive, then the usage (runs in a worker thread).
+
+        Closing the generator early closes the HTTP response, which ends the generation.
+        """
         from openai import OpenAIError
 
+        usage: Any = None
+        wire: Any = [dict(m) for m in messages]  # the SDK types each role's dict apart
         try:
-            return self.client.call(
+            # Opening the stream is the request: its status (a 429, a 5xx) arrives
+            # before the first chunk, so it is retried like any other call. A
+            # stream that breaks later is not: its first pieces are already out.
+            chunks = self.client.call(
                 lambda client, timeout: client.chat.completions.create(
                     model=self.name,
-                    messages=[dict(m) for m in messages],  # type: ignore[misc]
+                    messages=wire,
                     max_completion_tokens=max_tokens,
                     temperature=self._temperature,
+                    stream=True,
+                    stream_options={"include_usage": True},
                     timeout=timeout,
                 ),
                 f"a {self.name} call",
             )
+            with chunks:
+                for chunk in chunks:
+                    # The attempt's timeout bounds each read, not the whole stream.
+                    current = deadline.current()
+                    if current is not None:
+                        current.check(f"the rest of a {self.name} stream")
+                    usage = chunk.usage or usage
+                    for choice in chunk.choices:
+                        if choice.delta.content:
+                            yield choice.delta.content
         except OpenAIError as e:
             raise ModelError(f"{self.name}: {type(e).__name__}: {e}") from e
+        yield self._usage_of(usage)
 
     def _usage(self, completion: Any) -> Usage:
-        usage = completion.usage
+        return self._usage_of(completion.usage)
+
+    def _usage_of(self, usage: Any) -> Usage:
         tokens_in = int(usage.prompt_tokens) if usage is not None else 0
         tokens_out = int(usage.completion_tokens) if usage is not None else 0
         return Usage(tokens_in, tokens_out, self.price.cost(tokens_in, tokens_out))

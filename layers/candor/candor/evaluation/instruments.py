@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import TypeVar
 
 from pydantic import BaseModel
 
-from candor.ports import ChatModel, Structured, Text, VectorIndex, Vectors
+from candor.ports import ChatModel, Structured, Text, TextPiece, VectorIndex, Vectors
 from candor.types import Chunk, Message, Metadata, Rankings
 
 M = TypeVar("M", bound=BaseModel)
@@ -34,6 +34,13 @@ class CountingChatModel:
     async def text(self, messages: Sequence[Message], *, max_tokens: int = 256) -> Text:
         self.calls += 1
         return await self.inner.text(messages, max_tokens=max_tokens)
+
+    async def stream(
+        self, messages: Sequence[Message], *, max_tokens: int = 256
+    ) -> AsyncIterator[TextPiece]:
+        self.calls += 1
+        async for piece in self.inner.stream(messages, max_tokens=max_tokens):
+            yield piece
 
 
 class RecordingIndex:

@@ -1,5 +1,9 @@
 """The runner: executes nodes until END and records a trace step per node.
 
+As it goes it emits events: a StepEvent when each node finishes, and a
+TokenEvent per piece of text generate's model call streams. POST /ask ignores
+them and takes the final state; POST /ask/stream and `candor ask` show them.
+
 It also holds each run to the limits the budget reserved for (candor.graph.limits):
 a node visited more often than `limits.visits` allows, or a model call that no
 slot of its node covers, is a bug and raises before anything is spent. And it
@@ -8,10 +12,12 @@ keeps the request's deadline: no model call starts after it.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import TypeVar
 
 from pydantic import BaseModel
@@ -20,6 +26,7 @@ from candor import deadline as deadlines
 from candor import observability
 from candor.deadline import Deadline
 from candor.deps import Deps
+from candor.errors import ConfigurationError
 from candor.graph import edges, limits, nodes
 from candor.graph.state import GraphState, TraceStep, Update
 from candor.ports import (
@@ -30,8 +37,11 @@ from candor.ports import (
     Reranker,
     Structured,
     Text,
+    TextPiece,
     Vectors,
+    read_text,
 )
+from candor.settings import Price
 from candor.types import NO_USAGE, Chunk, Message, Usage
 
 NodeFn = Callable[[GraphState, Deps], Awaitable[Update]]
@@ -48,6 +58,35 @@ NODES: dict[str, NodeFn] = observability.traced_nodes(
         "generate": nodes.generate,
     }
 )
+
+
+@dataclass(frozen=True, slots=True)
+class StepEvent:
+    """A node finished: its trace step (name, milliseconds, tokens, cost)."""
+
+    step: TraceStep
+
+
+@dataclass(frozen=True, slots=True)
+class TokenEvent:
+    """A piece of the reply as generate's model call streams it.
+
+    The final answer can differ: citation markers are resolved at the end, and an
+    answer no passage accounts for becomes a decline.
+    """
+
+    text: str
+
+
+Event = StepEvent | TokenEvent
+Emit = Callable[[Event], None]
+
+# The node whose streamed text is the reply the visitor sees.
+STREAMING_NODE = "generate"
+
+
+def _ignore(event: Event) -> None:
+    pass
 
 
 class Meter:
@@ -72,13 +111,28 @@ class Meter:
 
 
 class MeteredChatModel:
-    """The chat model as one node sees it: metered, within its node's slots and the deadline."""
+    """The chat model as one node sees it: metered, within its node's slots and the deadline.
 
-    def __init__(self, inner: ChatModel, meter: Meter, bounds: dict[str, limits.CallBound]) -> None:
+    A call cut short by cancellation (a client that hung up) reports no usage,
+    but the provider may bill it all the same: it is charged its bound, priced
+    at `price`, so that the budget is settled to no less than was spent.
+    """
+
+    def __init__(
+        self,
+        inner: ChatModel,
+        meter: Meter,
+        bounds: dict[str, limits.CallBound],
+        *,
+        price: Price | None = None,
+        emit: Emit = _ignore,
+    ) -> None:
         self.inner = inner
         self.name = inner.name
         self.meter = meter
         self._bounds = bounds
+        self._price = price
+        self._emit = emit
         self._node = ""
         self._slots: list[limits.CallBound] = []
 
@@ -101,20 +155,44 @@ class MeteredChatModel:
             "the budget did not reserve for it"
         )
 
+    def _interrupted(self, need: limits.CallBound) -> None:
+        cost = self._price.cost(need.tokens_in, need.tokens_out) if self._price else 0.0
+        self.meter.add(Usage(need.tokens_in, need.tokens_out, cost))
+
     async def structured(
         self, messages: Sequence[Message], schema: type[M], *, max_tokens: int = 128
     ) -> Structured[M]:
         need = limits.CallBound(limits.input_tokens(messages, schema), max_tokens)
         self._admit(schema.__name__, need)
-        result = await self.inner.structured(messages, schema, max_tokens=max_tokens)
+        try:
+            result = await self.inner.structured(messages, schema, max_tokens=max_tokens)
+        except asyncio.CancelledError:
+            self._interrupted(need)
+            raise
         self.meter.add(result.usage)
         return result
 
     async def text(self, messages: Sequence[Message], *, max_tokens: int = 256) -> Text:
-        self._admit("text", limits.CallBound(limits.input_tokens(messages), max_tokens))
-        result = await self.inner.text(messages, max_tokens=max_tokens)
-        self.meter.add(result.usage)
-        return result
+        return await read_text(self.stream(messages, max_tokens=max_tokens))
+
+    async def stream(
+        self, messages: Sequence[Message], *, max_tokens: int = 256
+    ) -> AsyncIterator[TextPiece]:
+        need = limits.CallBound(limits.input_tokens(messages), max_tokens)
+        self._admit("text", need)
+        reported = False
+        try:
+            async for piece in self.inner.stream(messages, max_tokens=max_tokens):
+                if isinstance(piece, Usage):
+                    self.meter.add(piece)
+                    reported = True
+                elif self._node == STREAMING_NODE:
+                    self._emit(TokenEvent(piece))
+                yield piece
+        except (asyncio.CancelledError, GeneratorExit):
+            if not reported:
+                self._interrupted(need)
+            raise
 
 
 class MeteredEmbedder:
@@ -193,15 +271,23 @@ async def run(
     *,
     meter: Meter | None = None,
     deadline: Deadline | None = None,
+    emit: Emit = _ignore,
 ) -> GraphState:
     """Run the graph from moderate to END and return the final state with its trace.
 
-    `meter` receives the usage of every call (also of a run that fails); past
-    `deadline`, no further model call starts: DeadlineExceededError.
+    `meter` receives the usage of every call (also of a run that fails or is
+    cancelled); past `deadline`, no further model call starts:
+    DeadlineExceededError. `emit` receives the events as they happen.
     """
     max_attempts = deps.settings.max_attempts
     meter = meter or Meter()
-    chat = MeteredChatModel(deps.chat, meter, dict(limits.call_bounds(deps.settings)))
+    chat = MeteredChatModel(
+        deps.chat,
+        meter,
+        dict(limits.call_bounds(deps.settings)),
+        price=_price(deps),
+        emit=emit,
+    )
     embedder = MeteredEmbedder(deps.embedder, meter)
     reranker = MeteredReranker(deps.reranker, meter) if deps.reranker is not None else None
     node_deps = dataclasses.replace(deps, chat=chat, embedder=embedder, reranker=reranker)
@@ -223,9 +309,19 @@ async def run(
             update = await NODES[current](state, node_deps)
             ms = (time.perf_counter() - started) * 1000
             usage = meter.take()
-            trace.append(
-                TraceStep(current, round(ms, 2), usage.tokens_in, usage.tokens_out, usage.cost_usd)
+            step = TraceStep(
+                current, round(ms, 2), usage.tokens_in, usage.tokens_out, usage.cost_usd
             )
+            trace.append(step)
+            emit(StepEvent(step))
             state = dataclasses.replace(state, **update)
             current = next_node(current, state, max_attempts)
     return dataclasses.replace(state, trace=tuple(trace))
+
+
+def _price(deps: Deps) -> Price | None:
+    """The chat model's price, to charge a cancelled call; None when it has none."""
+    try:
+        return deps.settings.price(deps.chat.name)
+    except ConfigurationError:  # a fixed reservation (budget_reserve_usd) needs none
+        return None
