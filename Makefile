@@ -14,7 +14,7 @@ LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 	-DGGML_F16C=ON -DGGML_BMI2=ON -DLLAVA_BUILD=OFF
 
 .PHONY: install demo serve test lint typecheck unit corpus test-pdf bench eval clean dynamodb-local stress \
-	sam build validate invoke
+	sam build validate invoke browser-deps
 
 # The AWS SAM CLI lives in a virtualenv of its own (its pins clash with the project's).
 # `sam build` needs python3.12, the Lambda runtime's, on PATH: pyenv's if there is one.
@@ -41,6 +41,7 @@ $(STAMP): pyproject.toml $(CONSTRAINTS)
 
 demo: install
 	$(BIN)/candor ingest docs
+	@echo "candor demo: open http://127.0.0.1:8000/ in a browser and ask the widget (bottom right)"
 	$(BIN)/candor serve --host 127.0.0.1 --port 8000
 
 serve: install
@@ -75,9 +76,14 @@ unit: install
 dynamodb-local:
 	bash scripts/dynamodb-local.sh install
 
-test: install corpus test-pdf dynamodb-local lint typecheck build
-	CANDOR_REQUIRE_DYNAMODB_LOCAL=1 CANDOR_REQUIRE_LOCAL_MODELS=1 CANDOR_TEST_CORPUS=$(CORPUS) \
-		CANDOR_TEST_PDF=$(TEST_PDF) $(BIN)/pytest
+# The widget's browser tests: Debian's chromium (apt-get) and axe-core (npm, into
+# .candor/axe-core), each installed when missing. Never `playwright install`.
+browser-deps:
+	bash scripts/browser-deps.sh
+
+test: install corpus test-pdf dynamodb-local browser-deps lint typecheck build
+	CANDOR_REQUIRE_DYNAMODB_LOCAL=1 CANDOR_REQUIRE_LOCAL_MODELS=1 CANDOR_REQUIRE_BROWSER=1 \
+		CANDOR_TEST_CORPUS=$(CORPUS) CANDOR_TEST_PDF=$(TEST_PDF) $(BIN)/pytest
 
 sam: $(SAM)
 

@@ -192,6 +192,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     app = create_local_app(settings, host=args.host, port=args.port)
     print(
         f"candor is serving on http://{args.host}:{args.port}  (API docs: /docs)\n"
+        f"  chat: open http://{args.host}:{args.port}/ in a browser (the widget's demo page)\n"
         f"  ask:  curl -s http://{args.host}:{args.port}/ask -H 'content-type: application/json' "
         '-d \'{"question": "How do I deploy candor to AWS?"}\'\n'
         f"  streamed: curl -N http://{args.host}:{args.port}/ask/stream (the same body)",

@@ -14,6 +14,7 @@ from fastapi import FastAPI
 
 from candor.api.app import create_app
 from candor.api.edge import Edge, build_edge
+from candor.api.widget import with_widget
 from candor.deps import Deps
 from candor.settings import Settings
 
@@ -45,4 +46,4 @@ def create_local_app(
             loopback_without_origin=not settings.allowed_origins,
         )
 
-    return create_app(provider, edge_provider=edge)
+    return with_widget(create_app(provider, edge_provider=edge))
