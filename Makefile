@@ -124,8 +124,11 @@ bench: install corpus
 
 # The dev set: retrieval per strategy and the full graph with the local models.
 # The index (.candor/indexes/eval-<hash of the corpus>) is built once and reused.
+# The run's traces stay in eval-out/state.sqlite3; insights.md is the owner's report on them.
 eval: install corpus
 	$(BIN)/candor eval --corpus $(CORPUS) --questions $(SHARED_EVAL)/git-doc-questions.jsonl --out eval-out
+	CANDOR_DATA_DIR=eval-out $(BIN)/candor insights --days 2 > eval-out/insights.md
+	@echo "wrote eval-out/insights.md"
 
 clean:
 	rm -rf $(VENV) .candor .mypy_cache .ruff_cache .pytest_cache infra/.aws-sam

@@ -19,7 +19,7 @@ from candor.deps import Deps
 from candor.errors import ModelError
 from candor.evaluation.instruments import CountingChatModel, RecordingIndex
 from candor.evaluation.questions import Question
-from candor.evaluation.runner import evaluate_agent, prepare_settings
+from candor.evaluation.runner import evaluate_agent, open_run_state, prepare_settings
 from candor.settings import DEFAULT_PRICES, Settings
 from tests.conftest import clear_candor_env
 from tests.support.fakes import ScriptedChatModel, Stall
@@ -191,3 +191,36 @@ def test_a_question_that_hangs_is_recorded_as_timed_out_and_the_run_goes_on(
     assert hung.failed and hung.error == "timed out after 0.2 s"
     assert hung.seconds < 5
     assert after.decision == "smalltalk" and after.answer == "Hello!"
+
+
+def test_the_runs_traces_stay_beside_its_report_for_candor_insights(
+    agent_deps: tuple[Deps, ScriptedChatModel],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    deps, _ = agent_deps
+    out = tmp_path / "eval-out"
+    earlier = open_run_state(out)
+    earlier.close()
+    (out / "state.sqlite3").write_bytes(b"an earlier run's store")  # a new run starts empty
+    state = open_run_state(out)
+    questions = [
+        Question("q1", "Which exit code skips a commit?", "factual", ("git-bisect.html",)),
+        Question("q2", "You useless bot.", "abusive"),
+        Question("q3", "What is git push?", "factual"),  # the model times out: no trace
+        Question("q4", "How do I use Git LFS?", "unanswerable"),
+    ]
+    try:
+        evaluate_agent(questions, dataclasses.replace(deps, state=state), bar=False, timeout=60)
+    finally:
+        state.close()
+
+    clear_candor_env(monkeypatch)
+    monkeypatch.setenv("CANDOR_DATA_DIR", str(out))
+    monkeypatch.setenv("CANDOR_EMBEDDER_BACKEND", "hashing")
+    assert main(["insights", "--days", "2", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    decisions = {name: n for name, n in report["decisions"].items() if n}
+    assert decisions == {"answered": 1, "warned": 1, "declined": 1}
+    assert [gap["example"] for gap in report["missing"]] == ["How do I use Git LFS?"]

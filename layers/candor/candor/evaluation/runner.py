@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from candor import retrieval
+from candor.backends.sqlite_state import SqliteStateStore
 from candor.deps import Deps
 from candor.evaluation import agent_metrics, retrieval_metrics
 from candor.evaluation.agent_metrics import AgentRecord
@@ -295,7 +295,6 @@ def _agent_section(
     questions: Sequence[Question],
     options: EvalOptions,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    from candor.backends.sqlite_state import SqliteStateStore
     from candor.factory import build_chat, build_reranker
 
     chat = build_chat(settings)
@@ -304,22 +303,22 @@ def _agent_section(
     # its own. A failure here is not the run's: the first question records it.
     with contextlib.suppress(Exception):
         asyncio.run(chat.text([{"role": "user", "content": "Hello"}], max_tokens=1))
-    # A throwaway state store: sessions, offences and budget ledgers of the run
-    # stay out of the real one.
-    with tempfile.TemporaryDirectory(prefix="candor-eval-") as folder:
-        state = SqliteStateStore(Path(folder) / "state.sqlite3")
-        deps = Deps(
-            settings=settings,
-            chat=CountingChatModel(chat),
-            embedder=embedder,
-            index=RecordingIndex(index),
-            reranker=reranker,
-            state=state,
-        )
-        try:
-            records = evaluate_agent(questions, deps, bar=options.progress, timeout=options.timeout)
-        finally:
-            state.close()
+    # The run's own state store, beside its report: sessions, offences and budget
+    # ledgers stay out of the real one, and the run's traces can be read back with
+    # `CANDOR_DATA_DIR=<out> candor insights` (make eval writes insights.md from them).
+    state = open_run_state(options.out)
+    deps = Deps(
+        settings=settings,
+        chat=CountingChatModel(chat),
+        embedder=embedder,
+        index=RecordingIndex(index),
+        reranker=reranker,
+        state=state,
+    )
+    try:
+        records = evaluate_agent(questions, deps, bar=options.progress, timeout=options.timeout)
+    finally:
+        state.close()
     agent = agent_metrics.summarise(records)
     agent["by_kind"] = agent_metrics.summarise_by_kind(records)
     agent["failure_reasons"] = [
@@ -340,6 +339,14 @@ def _agent_section(
         "model_calls": "counted at the chat-model port, moderation's second call included",
     }
     return agent, [r.to_json() for r in records]
+
+
+def open_run_state(out: Path) -> SqliteStateStore:
+    """A new, empty state store at OUT/state.sqlite3: one run's traces, no earlier run's."""
+    out.mkdir(parents=True, exist_ok=True)
+    for suffix in ("", "-wal", "-shm"):
+        (out / f"state.sqlite3{suffix}").unlink(missing_ok=True)
+    return SqliteStateStore(out / "state.sqlite3")
 
 
 def cost_at_api_prices(settings: Settings, records: Sequence[AgentRecord]) -> dict[str, Any]:
