@@ -121,6 +121,7 @@ bench: install corpus
 	$(BIN)/python bench/bench_llm.py
 	$(BIN)/python bench/bench_answer.py $(CORPUS)
 	$(BIN)/python bench/bench_stream.py $(CORPUS)
+	$(BIN)/python -m bench.bench_cold_import
 
 # The dev set: retrieval per strategy and the full graph with the local models.
 # The index (.candor/indexes/eval-<hash of the corpus>) is built once and reused.
