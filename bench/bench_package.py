@@ -17,7 +17,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "infra/.aws-sam/build"
-MB = 1_000_000
+KB = 1_000
 
 
 def sizes(folder: Path) -> tuple[int, int]:
@@ -35,7 +35,7 @@ def main() -> None:
         raise SystemExit(f"{BUILD} does not exist: run `make build` first")
     for artifact in sorted(p for p in BUILD.iterdir() if p.is_dir()):
         unzipped, zipped = sizes(artifact)
-        print(f"{artifact.name:22} unzipped={unzipped / MB:6.1f} MB zipped={zipped / MB:6.1f} MB")
+        print(f"{artifact.name:18} unzipped={unzipped / KB:9,.0f} kB zipped={zipped / KB:9,.0f} kB")
 
 
 if __name__ == "__main__":
