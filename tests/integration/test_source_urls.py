@@ -23,6 +23,7 @@ from candor.backends.sqlite_index import SqliteVectorIndex
 from candor.backends.sqlite_state import SqliteStateStore
 from candor.cli import main
 from candor.deps import Deps
+from candor.guards import CachedAnswer
 from candor.ingest import doc_prefix
 from candor.ingest.pipeline import Chunking
 from candor.ingest.records import CompletionRecords
@@ -143,6 +144,36 @@ def test_an_objects_url_metadata_reaches_the_citation_in_ask_the_stream_and_the_
     trace = store.get_trace(answer["trace_id"], now=time.time())
     assert trace is not None
     assert [c.url for c in Trace.from_stored(trace).citations] == [PUBLIC]
+
+
+def test_a_cached_repeat_keeps_the_citations_url(
+    s3: S3Client, any_index: VectorIndex, store: SqliteStateStore, settings: Settings
+) -> None:
+    ingestion(s3, any_index, store, CountingEmbedder()).apply([put(s3, PUBLIC)])
+    deps = allowing(answering_deps(settings, any_index, store), cache_enabled=True)
+    http = browser(create_app(lambda: deps))
+
+    first = http.post("/ask", json={"question": QUESTION}).json()
+    repeat = http.post("/ask", json={"question": QUESTION}).json()
+
+    assert (first["cached"], repeat["cached"]) == (False, True)
+    assert [c["url"] for c in repeat["citations"]] == [PUBLIC]
+
+
+def test_an_answer_cached_before_citations_had_urls_still_loads() -> None:
+    stored = json.dumps(
+        {
+            "answer": "It refuses the push [1].",
+            "decision": "answered",
+            "citations": [
+                {"id": "a1-0", "source": KEY, "title": "git push", "snippet": "…", "page": None}
+            ],
+        }
+    )
+
+    (citation,) = CachedAnswer.from_json(stored).citations
+
+    assert (citation.source, citation.url) == (KEY, None)
 
 
 def test_a_document_without_a_url_is_cited_without_one(
