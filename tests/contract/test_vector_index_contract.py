@@ -302,6 +302,31 @@ def test_fetch_returns_chunks_in_the_requested_order_and_skips_missing_ids(
     assert fetched == [c, a, b]
 
 
+def test_a_chunks_public_url_comes_back_from_fetch_and_both_rankings(
+    index: VectorIndex, hashing: HashingEmbedder
+) -> None:
+    # Given a chunk of a document published at an address with quoted characters
+    url = "https://docs.example.com/guides/Getting%20started%20%C3%A9t%C3%A9.html?v=2#push"
+    chunk = Chunk(
+        id=f"{doc_id('guides/push.md')}-0",
+        text="git push --force-with-lease refuses to overwrite the remote branch.",
+        source="guides/push.md",
+        title="git-push",
+        metadata={"url": url, "page": 3},
+    )
+    vector = hashing.embed([chunk.text])
+    index.upsert([chunk], vector)
+
+    # When it is fetched and found by each ranking
+    (fetched,) = index.fetch([chunk.id])
+    rankings = index.query(vector=vector[0], keywords="force-with-lease", top_k=1)
+
+    # Then every way gives the address back as it was stored
+    found = [fetched, rankings.dense[0].chunk, rankings.keyword[0].chunk]
+    assert [c.url for c in found] == [url] * 3
+    assert [c.page for c in found] == [3] * 3
+
+
 # -- keyword ranking -------------------------------------------------------------
 
 

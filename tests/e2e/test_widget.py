@@ -30,6 +30,7 @@ from candor.backends.sqlite_index import SqliteVectorIndex
 from candor.backends.sqlite_state import SqliteStateStore
 from candor.deps import Deps
 from candor.errors import ModelError
+from candor.ingest import ingest
 from candor.settings import Settings
 from candor.types import Chunk
 from tests.conftest import clear_candor_env
@@ -256,6 +257,40 @@ def test_an_answer_shows_a_citation_chip_that_opens_its_source(
     source.wait_for_load_state()
     assert source.url == f"{stack.site}/docs/git-push.html"
     expect(source.get_by_role("heading", name="git-push(1)")).to_be_visible()
+
+
+def test_a_citation_chip_links_to_the_address_the_server_gave_the_document(
+    page: Page, start: StartStack
+) -> None:
+    # Given a document whose source is a bare path, ingested with a base URL
+    # (CANDOR_SOURCE_BASE_URL), so only the server's citation url can make it a link
+    stack = start(answered_chat(), chunks=lambda site: [])
+    document = DOC_PAGE.replace(
+        "<p>--force-with-lease</p>",
+        "<p>--force-with-lease protects the remote ref: the push is refused unless the "
+        "remote ref still points at the commit your remote-tracking branch records.</p>",
+    )
+    report = ingest(
+        [("git-push.html", document.encode())],
+        embedder=stack.deps.embedder,
+        index=stack.deps.index,
+        source_base_url=f"{stack.site}/docs/",
+    )
+    assert report.documents_changed == 1
+    widget = Widget(page, stack)
+    widget.open()
+
+    # When a visitor asks
+    reply = widget.ask("What does --force-with-lease do?")
+
+    # Then the chip opens the document at that address
+    expect(reply.locator(".answer")).to_have_text(ANSWER)
+    link = reply.locator(".sources a")
+    expect(link).to_have_attribute("href", f"{stack.site}/docs/git-push.html")
+    with page.context.expect_page() as opened:
+        link.click()
+    opened.value.wait_for_load_state()
+    assert opened.value.url == f"{stack.site}/docs/git-push.html"
 
 
 def test_without_ask_stream_it_falls_back_to_post_ask(page: Page, start: StartStack) -> None:

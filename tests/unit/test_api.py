@@ -36,7 +36,7 @@ def test_ask_returns_the_documented_response_shape(make_deps: MakeDeps) -> None:
     assert set(body) == ASK_RESPONSE_KEYS
     assert body["decision"] == "answered"
     assert body["cached"] is False
-    assert set(body["citations"][0]) == {"id", "source", "title", "snippet", "page"}
+    assert set(body["citations"][0]) == {"id", "source", "title", "snippet", "page", "url"}
     assert set(body["trace"][0]) == {"node", "ms", "tokens_in", "tokens_out", "cost_usd"}
     assert len(body["trace_id"]) == 32
 

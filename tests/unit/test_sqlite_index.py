@@ -184,3 +184,29 @@ def test_a_word_in_most_chunks_neither_ranks_nor_hides_the_rarer_words(tmp_path:
     # Then the rare word decides the ranking, and the common word alone still ranks
     assert [h.chunk.id for h in paired] == [chunk(0).id]
     assert len(alone) == 10
+
+
+def test_update_metadata_sets_keys_in_place_and_keeps_text_vectors_and_other_keys(
+    tmp_path: Path,
+) -> None:
+    # Given two chunks with metadata of their own, and a filter cached by a dense query
+    with SqliteVectorIndex(tmp_path / "index.sqlite3", 384) as index:
+        first = Chunk(f"{'a' * 32}-0", "rerere records resolutions", "doc.md", metadata={"page": 2})
+        second = Chunk(f"{'a' * 32}-1", "gc.auto packs loose objects", "doc.md")
+        write(index, [first, second])
+        vector = EMBEDDER.embed(["rerere"])[0]
+        url = "https://docs.example.com/doc.html"
+        assert index.query(vector=vector, keywords=None, top_k=2, where={"url": url}).dense == []
+
+        # When one key is set on both and on an id the index does not hold
+        updated = index.update_metadata([first.id, second.id, f"{'b' * 32}-0"], {"url": url})
+
+        # Then only the held chunks change, only in that key, and filters see it at once
+        assert updated == 2
+        assert [c.metadata for c in index.fetch([first.id, second.id])] == [
+            {"page": 2, "url": url},
+            {"url": url},
+        ]
+        hits = index.query(vector=vector, keywords="rerere", top_k=2, where={"url": url})
+        assert hits.dense[0].chunk.id == first.id
+        assert [h.chunk.id for h in hits.keyword] == [first.id]

@@ -62,6 +62,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             index=index,
             progress=progress.update,
             max_bytes=settings.ingest_max_bytes,
+            source_base_url=settings.source_base_url,
             # A cached answer belongs to one corpus version: a run that changed the
             # index bumps it (once), which retires them all; then each changed
             # document's completion record is written (candor.ingest.records).
@@ -121,7 +122,9 @@ def cmd_ask(args: argparse.Namespace) -> int:
     if not live:
         print(response.answer)
     for number, citation in enumerate(response.citations, start=1):
-        print(f"  [{number}] {citation.title or citation.source} ({citation.source})")
+        print(
+            f"  [{number}] {citation.title or citation.source} ({citation.url or citation.source})"
+        )
     seconds = sum(step.ms for step in response.trace) / 1000
     print(f"  -- {response.decision}, {seconds:.1f} s, session {response.session_id}")
     return 0

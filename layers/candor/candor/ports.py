@@ -137,6 +137,22 @@ class VectorIndex(Protocol):
     def count(self) -> int: ...
 
 
+@runtime_checkable
+class MetadataUpdater(Protocol):
+    """A VectorIndex that can change chunks' metadata in place, without their vectors.
+
+    Optional: the ingest pipeline uses it when only a document's address changed,
+    and re-embeds the document on an index without it. The SQLite index has it;
+    Pinecone's update takes one id per request, so there a re-embedding and batched
+    upsert of the document costs fewer round trips.
+    """
+
+    def update_metadata(self, ids: Sequence[str], values: Metadata) -> int:
+        """Set `values` in the metadata of each chunk in `ids` that exists, keeping its
+        other keys, text and vector; returns how many chunks were updated."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class Reranked:
     """One score per passage, in the order given (higher is more relevant), and

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field, SecretStr, field_validator, model_validat
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from candor.errors import ConfigurationError
+from candor.urls import is_public_url
 
 
 class Price(BaseModel):
@@ -155,6 +156,12 @@ class Settings(BaseSettings):
 
     # Ingestion: a larger object is recorded as a failure and not read.
     ingest_max_bytes: int = Field(default=20 * 1024 * 1024, ge=1)
+    # Where `candor ingest` documents are published: a citation links to this base
+    # plus the document's path below the folder ingested (URL-quoted). Unset: no
+    # link. On S3 each object's own `x-amz-meta-url` metadata is its address instead.
+    source_base_url: str | None = Field(
+        default=None, description="e.g. https://docs.example.com/ (http or https)"
+    )
 
     # Guards (README, "Guards"). Rate limits count requests in fixed windows.
     rate_address_limit: int = Field(default=20, ge=1, description="requests per window")
@@ -204,6 +211,15 @@ class Settings(BaseSettings):
     store_questions: bool = True
 
     _origins = field_validator("allowed_origins", mode="before")(parse_origins)
+
+    @field_validator("source_base_url")
+    @classmethod
+    def _public_base(cls, value: str | None) -> str | None:
+        if not value:  # an empty variable, as templates write an unset one
+            return None
+        if not is_public_url(value):
+            raise ValueError("an absolute http(s) address, such as https://docs.example.com/")
+        return value
 
     @model_validator(mode="after")
     def _paths_exist(self) -> Settings:

@@ -11,6 +11,9 @@ Metadata = Mapping[str, MetadataValue]
 
 # The metadata key of the 1-based page a chunk of a paged document (PDF) starts on.
 PAGE_KEY = "page"
+# The metadata key of the public address of a chunk's document (candor.urls), which a
+# citation links to; absent or "" when the document has none.
+URL_KEY = "url"
 
 
 class Message(TypedDict):
@@ -64,6 +67,13 @@ class Chunk:
         """
         value = self.metadata.get(PAGE_KEY)
         return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    @property
+    def url(self) -> str | None:
+        """The public http(s) address of the passage's document, checked when it was
+        ingested (candor.urls); None when the document has none."""
+        value = self.metadata.get(URL_KEY)
+        return value if isinstance(value, str) and value else None
 
 
 @dataclass(frozen=True, slots=True)

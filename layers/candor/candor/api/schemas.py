@@ -42,6 +42,13 @@ class CitationOut(BaseModel):
         default=None,
         description="For a PDF, the page the passage starts on: link to `source#page=N`.",
     )
+    url: str | None = Field(
+        default=None,
+        description=(
+            "The document's public http(s) address: its S3 object's `x-amz-meta-url`, or "
+            "CANDOR_SOURCE_BASE_URL and its path. Absent when it has none."
+        ),
+    )
 
 
 class TraceStepOut(BaseModel):

@@ -284,6 +284,26 @@ class SqliteVectorIndex:
             self._invalidate()
         return len(rows)
 
+    def update_metadata(self, ids: Sequence[str], values: Metadata) -> int:
+        """MetadataUpdater: one UPDATE per batch; the vectors and the FTS rows stay."""
+        if not values:
+            return 0
+        # json_patch merges the object into each row's metadata (RFC 7396); no value
+        # is null (MetadataValue), so no key is removed.
+        patch = json.dumps(dict(values), sort_keys=True, ensure_ascii=False)
+        updated = 0
+        with self._locked(), self._conn:
+            for batch in _batches(list(dict.fromkeys(ids))):
+                cursor = self._conn.execute(
+                    "UPDATE chunks SET metadata = json_patch(metadata, ?) "
+                    f"WHERE id IN ({_placeholders(len(batch))})",
+                    [patch, *batch],
+                )
+                updated += cursor.rowcount
+            if updated:
+                self._invalidate()  # the dense matrix keeps metadata for `where`
+        return updated
+
     def delete(self, ids: Sequence[str]) -> int:
         deleted = 0
         with self._locked(), self._conn:

@@ -99,7 +99,9 @@ def with_attribution(
 
 def citation(hit: Hit) -> Citation:
     chunk = hit.chunk
-    return Citation(chunk.id, chunk.source, chunk.title, _snippet(chunk.text), chunk.page)
+    return Citation(
+        chunk.id, chunk.source, chunk.title, _snippet(chunk.text), chunk.page, chunk.url
+    )
 
 
 def _snippet(text: str) -> str:

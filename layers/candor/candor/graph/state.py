@@ -21,6 +21,8 @@ class Citation:
     snippet: str
     # The 1-based page of a PDF the passage starts on: a link opens `source#page=N`.
     page: int | None = None
+    # The document's public http(s) address (candor.urls), when it has one.
+    url: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,12 @@ What it guarantees, whatever the order or repetition of its inputs:
   its own evidence: every chunk carries the fingerprint and the chunk count, and
   chunk 0 is written last, so its fingerprint says the whole version is in.
 - Unchanged bytes cost no embedding and no write.
+- A document's public address (`url`, candor.urls) is stored on each of its chunks
+  and is not part of its fingerprint: when only the address changed, an index
+  that can update metadata in place (candor.ports.MetadataUpdater) gets the new
+  address on every chunk, chunk 0 last, with no embedding; any other index has
+  the document re-embedded and rewritten. Either way the corpus version is
+  bumped, so that no cached answer keeps a citation's old link.
 - A version with fewer chunks leaves no stale tail: the document's ids are listed
   by its prefix and the ones past the new count are deleted, after the new
   chunks are in (a crash in between leaves extra chunks, never a missing document).
@@ -48,8 +54,9 @@ from candor.errors import CandorError, IngestError, ModelError
 from candor.ingest.chunking import chunk_document, doc_prefix
 from candor.ingest.loaders import is_supported, load_document
 from candor.ingest.records import CompletionRecords
-from candor.ports import Embedder, VectorIndex
-from candor.types import Chunk
+from candor.ports import Embedder, MetadataUpdater, VectorIndex
+from candor.types import URL_KEY, Chunk
+from candor.urls import public_url, source_url
 
 logger = logging.getLogger(__name__)
 
@@ -253,14 +260,17 @@ def ingest_document(
     records: CompletionRecords | None = None,
     chunking: Chunking = Chunking(),
     media_type: str | None = None,
+    url: str | None = None,
 ) -> Outcome:
     """Bring one document's chunks in the index up to `data`; a failure is an Outcome too.
 
-    With `records`, a changed document's completion record is left PENDING: the
-    caller completes it with `complete` once the run is over.
+    `url` is the document's public address; anything but an http(s) one is dropped
+    (candor.urls). With `records`, a changed document's completion record is left
+    PENDING: the caller completes it with `complete` once the run is over.
     """
+    url = public_url(url, source=source)
     try:
-        return _ingest_one(source, data, embedder, index, records, chunking, media_type)
+        return _ingest_one(source, data, embedder, index, records, chunking, media_type, url)
     except IngestError as e:
         logger.warning("not ingested: %s", e)
         return Outcome(source, "failed", reason=str(e))
@@ -338,8 +348,12 @@ def ingest(
     max_chars: int = 800,
     overlap: int = 100,
     max_bytes: int | None = None,
+    source_base_url: str | None = None,
 ) -> IngestReport:
     """Ingest each (source, bytes); a failing document is recorded, not fatal.
+
+    With `source_base_url`, each document's public address is that base plus its
+    source, URL-quoted (CANDOR_SOURCE_BASE_URL).
 
     `progress` is called with 1 after each document, ingested or failed (a bar of
     documents is the one whose total a caller knows before it starts).
@@ -352,7 +366,13 @@ def ingest(
     for source, data in documents:
         outcomes.append(
             ingest_document(
-                source, data, embedder=embedder, index=index, records=records, chunking=chunking
+                source,
+                data,
+                embedder=embedder,
+                index=index,
+                records=records,
+                chunking=chunking,
+                url=source_url(source_base_url, source) if source_base_url else None,
             )
         )
         if progress is not None:
@@ -381,6 +401,7 @@ def _ingest_one(
     records: CompletionRecords | None,
     chunking: Chunking,
     media_type: str | None,
+    url: str | None,
 ) -> Outcome:
     if chunking.max_bytes is not None and len(data) > chunking.max_bytes:
         raise IngestError(
@@ -393,25 +414,16 @@ def _ingest_one(
     complete_before = records is None or records.record(source) == version
     held = _held_version(index, prefix, existing, version) if complete_before else None
     if held is not None:
-        # The index has this version; only ids left over from a run that died
-        # between writing and pruning (or from a duplicate racing it) go.
-        stale = [cid for cid in existing if cid not in held]
-        if not stale:
-            return Outcome(source, "unchanged", chunks=len(held))
-        if records is not None:
-            records.begin(source)
-        deleted = index.delete(stale)
-        return Outcome(
-            source,
-            "unchanged",
-            chunks=len(held),
-            deleted=deleted,
-            fingerprint=version,
-            unrecorded=records is not None,
-        )
+        ids, first = held
+        if first.url == url:
+            return _keep(source, index, records, version, existing, ids)
+        if isinstance(index, MetadataUpdater):
+            return _keep(source, index, records, version, existing, ids, relink=(first.id, url))
 
     chunks = _read_chunks(source, data, chunking, media_type)
     marks: dict[str, str | int] = {HASH_KEY: version, CHUNKS_KEY: len(chunks)}
+    if url is not None:
+        marks[URL_KEY] = url
     chunks = [_marked(chunk, marks) for chunk in chunks]
     if records is not None:
         records.begin(source)
@@ -436,6 +448,43 @@ def _ingest_one(
         chunks=len(chunks),
         embedded=len(chunks),
         upserted=upserted,
+        deleted=deleted,
+        fingerprint=version,
+        unrecorded=records is not None,
+    )
+
+
+def _keep(
+    source: str,
+    index: VectorIndex,
+    records: CompletionRecords | None,
+    version: str,
+    existing: list[str],
+    ids: set[str],
+    relink: tuple[str, str | None] | None = None,
+) -> Outcome:
+    """The index holds this version of the document's text: prune ids left over from
+    a run that died between writing and pruning (or from a duplicate racing it), and
+    with `relink` (chunk 0's id, the new address) give every chunk the new address."""
+    stale = [cid for cid in existing if cid not in ids]
+    if not stale and relink is None:
+        return Outcome(source, "unchanged", chunks=len(ids))
+    if records is not None:
+        records.begin(source)
+    deleted = index.delete(stale) if stale else 0
+    updated = 0
+    if relink is not None and isinstance(index, MetadataUpdater):
+        first, url = relink
+        # "" rather than no key: an update cannot remove one. Chunk 0 goes last, as
+        # in a full write: without records, its address says every chunk has it.
+        address = {URL_KEY: url or ""}
+        updated = index.update_metadata(sorted(ids - {first}), address)
+        updated += index.update_metadata([first], address)
+    return Outcome(
+        source,
+        "changed" if relink is not None else "unchanged",
+        chunks=len(ids),
+        upserted=updated,
         deleted=deleted,
         fingerprint=version,
         unrecorded=records is not None,
@@ -484,8 +533,9 @@ def _stored_bytes(chunk: Chunk) -> int:
 
 def _held_version(
     index: VectorIndex, prefix: str, existing: list[str], version: str
-) -> set[str] | None:
-    """The ids of the document's current version if the index holds all of it, else None."""
+) -> tuple[set[str], Chunk] | None:
+    """The ids of the document's current version and its chunk 0, if the index holds
+    all of it; else None."""
     first = f"{prefix}0"
     if first not in existing:
         return None
@@ -497,18 +547,11 @@ def _held_version(
     if metadata.get(HASH_KEY) != version or not isinstance(count, int | float):
         return None
     expected = {f"{prefix}{i}" for i in range(int(count))}
-    return expected if expected <= set(existing) else None
+    return (expected, fetched[0]) if expected <= set(existing) else None
 
 
 def _marked(chunk: Chunk, marks: dict[str, str | int]) -> Chunk:
-    return Chunk(
-        id=chunk.id,
-        text=chunk.text,
-        source=chunk.source,
-        title=chunk.title,
-        heading=chunk.heading,
-        metadata={**chunk.metadata, **marks},
-    )
+    return dataclasses.replace(chunk, metadata={**chunk.metadata, **marks})
 
 
 def iter_paths(paths: Sequence[Path]) -> Iterator[tuple[str, bytes]]:

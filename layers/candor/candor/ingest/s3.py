@@ -9,6 +9,10 @@ chunks deleted. Applying the same event twice, or two events in either order,
 leaves the index as the bucket is. The keys of one event are one run: the corpus
 version is bumped once after all of them, then their completion records are
 written (candor.ingest.records), so a retried event redoes what did not complete.
+
+An object's `x-amz-meta-url` metadata is its public address, what citations link
+to. Changing only that (a copy of the object onto itself, an ObjectCreated:Copy
+event) changes the address stored on its chunks.
 """
 
 from __future__ import annotations
@@ -54,6 +58,9 @@ class ObjectChange:
 class S3Document:
     data: bytes
     media_type: str | None
+    # The object's `x-amz-meta-url` metadata as given: the uploader's, unchecked
+    # (the pipeline keeps only an http(s) address, candor.urls).
+    url: str | None = None
 
 
 class S3Reader:
@@ -75,7 +82,8 @@ class S3Reader:
         return self._client
 
     def read(self, bucket: str, key: str) -> S3Document | None:
-        """The object's bytes and media type, or None if there is no such object.
+        """The object's bytes, media type and `x-amz-meta-url`, or None if there is
+        no such object.
 
         An object over `max_bytes` is an IngestError, raised before its body is read;
         so is a type no loader reads.
@@ -100,7 +108,9 @@ class S3Reader:
                 )
             media_type = response.get("ContentType")
             document_kind(key, media_type)
-            return S3Document(body.read(), media_type)
+            # boto3 gives user metadata without its x-amz-meta- prefix, keys in lower case.
+            url = response.get("Metadata", {}).get("url")
+            return S3Document(body.read(), media_type, url)
         finally:
             body.close()
 
@@ -161,4 +171,5 @@ class S3Ingestion:
             records=self.records,
             chunking=self.chunking,
             media_type=document.media_type,
+            url=document.url,
         )
