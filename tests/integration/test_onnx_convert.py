@@ -10,6 +10,7 @@ import functools
 import hashlib
 import json
 import logging
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -78,6 +79,30 @@ def test_candor_models_converts_once_and_names_the_file_by_its_digest(
     made = converted.path.stat().st_mtime_ns
     assert prepare_embedding_model(cache) == converted
     assert converted.path.stat().st_mtime_ns == made
+
+
+def test_a_conversion_made_by_another_recipe_is_made_again(
+    converted: EmbeddingModel, cache: Path, tmp_path: Path
+) -> None:
+    # Given a cache whose conversion an older recipe made
+    old = tmp_path / "cache"
+    shutil.copytree(cache, old)
+    record_path = old / f"{CONVERTED_EMBEDDER_FILE}.json"
+    record = json.loads(record_path.read_text())
+    record_path.write_text(json.dumps({**record, "recipe": "an older recipe"}))
+    calls: list[Path] = []
+
+    def same_bytes(source: Path, target: Path) -> None:
+        calls.append(source)
+        shutil.copyfile(converted.path, target)
+
+    # When the models are prepared
+    model = prepare_embedding_model(old, convert=same_bytes)
+
+    # Then the file is converted (and checked) again
+    assert calls == [shipped_embedding_model().path]
+    assert model.name == converted.name
+    assert json.loads(record_path.read_text())["recipe"] != "an older recipe"
 
 
 def test_conversion_is_deterministic(converted: EmbeddingModel, tmp_path: Path) -> None:

@@ -32,6 +32,7 @@ import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from candor.errors import ConfigurationError
 
@@ -220,14 +221,12 @@ def converted_embedding_model(cache_dir: Path) -> EmbeddingModel | None:
     sha256 when it loads the file.
     """
     target = cache_dir / CONVERTED_EMBEDDER_FILE
+    record = _read_record(target)
     try:
-        record = json.loads(_record_path(target).read_text(encoding="utf-8"))
         size = target.stat().st_size
-    except (OSError, ValueError):
+    except OSError:
         return None
-    if not isinstance(record, dict):
-        return None
-    if record.get("source_sha256") != shipped_embedding_model().sha256:
+    if record is None or record.get("source_sha256") != shipped_embedding_model().sha256:
         return None
     if record.get("size") != size or not isinstance(record.get("sha256"), str):
         return None
@@ -246,75 +245,113 @@ def prepare_embedding_model(
     (onnx_convert.GATE_TEXTS), every vector has a cosine of at least `threshold`
     (default onnx_convert.MIN_COSINE) to the shipped file's; otherwise, or if
     the conversion tools are missing or fail, a warning says so and the shipped
-    file is returned. `convert(source, target)` defaults to onnx_convert.convert.
-    Deterministic: the same installed versions give the same bytes, and so the
-    same name.
+    file is returned. A conversion already in the cache is kept if it was made
+    by the current recipe (onnx_convert.RECIPE) and its bytes are intact.
+    `convert(source, target)` replaces onnx_convert.convert, to try another
+    recipe. Deterministic: the same installed versions give the same bytes, and
+    so the same name.
     """
-    shipped = shipped_embedding_model()
-    existing = converted_embedding_model(cache_dir)
-    if existing is not None and _sha256(existing.path) == existing.sha256:
+    try:
+        from candor.backends import onnx_convert
+    except ImportError as e:
+        # A conversion made before still stands; without one, the shipped file.
+        logger.warning("embedding model not converted (%s; install candor[local])", e)
+        return local_embedding_model(cache_dir)
+    recipe = onnx_convert.RECIPE if convert is None else f"custom {convert!r}"
+    existing = _intact(cache_dir, recipe)
+    if existing is not None:
         return existing
     cache_dir.mkdir(parents=True, exist_ok=True)
-    target = cache_dir / CONVERTED_EMBEDDER_FILE
     with _exclusive(cache_dir / f"{CONVERTED_EMBEDDER_FILE}.lock"):
-        existing = converted_embedding_model(cache_dir)
-        if existing is not None and _sha256(existing.path) == existing.sha256:
+        # Another process may have converted it while this one waited.
+        existing = _intact(cache_dir, recipe)
+        if existing is not None:
             return existing
-        # A stale record must not vouch for the file about to replace it.
-        _record_path(target).unlink(missing_ok=True)
+        return _convert_and_check(
+            cache_dir,
+            convert or onnx_convert.convert,
+            recipe=recipe,
+            threshold=onnx_convert.MIN_COSINE if threshold is None else threshold,
+            texts=onnx_convert.GATE_TEXTS,
+        )
+
+
+def _intact(cache_dir: Path, recipe: str) -> EmbeddingModel | None:
+    """The cached conversion, if `recipe` made it and its bytes are the recorded ones."""
+    existing = converted_embedding_model(cache_dir)
+    if existing is None:
+        return None
+    record = _read_record(existing.path) or {}
+    if record.get("recipe") != recipe or _sha256(existing.path) != existing.sha256:
+        return None
+    return existing
+
+
+def _convert_and_check(
+    cache_dir: Path,
+    convert: Callable[[Path, Path], None],
+    *,
+    recipe: str,
+    threshold: float,
+    texts: Sequence[str],
+) -> EmbeddingModel:
+    shipped = shipped_embedding_model()
+    target = cache_dir / CONVERTED_EMBEDDER_FILE
+    # A stale record must not vouch for the file about to replace it.
+    _record_path(target).unlink(missing_ok=True)
+    fd, tmp_name = tempfile.mkstemp(
+        prefix=f".{CONVERTED_EMBEDDER_FILE}.", suffix=".part", dir=cache_dir
+    )
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
         try:
-            from candor.backends import onnx_convert
-        except ImportError as e:
+            convert(shipped.path, tmp)
+            candidate = _converted(tmp, _sha256(tmp), tmp.stat().st_size)
+            agreement = _agreement(shipped, candidate, texts)
+        except Exception as e:  # onnx and onnxruntime's tools raise anything
             logger.warning(
-                "embedding model not converted (%s; install candor[local]): using the shipped file",
+                "embedding model conversion failed (%s: %s): using the shipped file",
+                type(e).__name__,
                 e,
             )
             return shipped
-        fd, tmp_name = tempfile.mkstemp(
-            prefix=f".{CONVERTED_EMBEDDER_FILE}.", suffix=".part", dir=cache_dir
-        )
-        os.close(fd)
-        tmp = Path(tmp_name)
-        try:
-            try:
-                (convert or onnx_convert.convert)(shipped.path, tmp)
-                candidate = _converted(tmp, _sha256(tmp), tmp.stat().st_size)
-                agreement = _agreement(shipped, candidate, onnx_convert.GATE_TEXTS)
-            except Exception as e:  # onnx and onnxruntime's tools raise anything
-                logger.warning(
-                    "embedding model conversion failed (%s: %s): using the shipped file",
-                    type(e).__name__,
-                    e,
-                )
-                return shipped
-            wanted = onnx_convert.MIN_COSINE if threshold is None else threshold
-            if agreement < wanted:
-                logger.warning(
-                    "converted embedding model rejected: its vectors of %d sample texts have a "
-                    "cosine as low as %.4f to the shipped model's (at least %.2f needed): "
-                    "using the shipped file",
-                    len(onnx_convert.GATE_TEXTS),
-                    agreement,
-                    wanted,
-                )
-                return shipped
-            tmp.chmod(0o644)
-            os.replace(tmp, target)
-        finally:
-            tmp.unlink(missing_ok=True)
-        record = {
-            "name": candidate.name,
-            "sha256": candidate.sha256,
-            "size": candidate.size,
-            "source_sha256": shipped.sha256,
-            "min_cosine": round(agreement, 6),
-            "sample_texts": len(onnx_convert.GATE_TEXTS),
-            "versions": _tool_versions(),
-        }
-        _write_atomically(_record_path(target), json.dumps(record, indent=2, sort_keys=True) + "\n")
-        _fsync_dir(cache_dir)
+        if agreement < threshold:
+            logger.warning(
+                "converted embedding model rejected: its vectors of %d sample texts have a "
+                "cosine as low as %.4f to the shipped model's (at least %.2f needed): "
+                "using the shipped file",
+                len(texts),
+                agreement,
+                threshold,
+            )
+            return shipped
+        tmp.chmod(0o644)
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    record = {
+        "name": candidate.name,
+        "sha256": candidate.sha256,
+        "size": candidate.size,
+        "source_sha256": shipped.sha256,
+        "recipe": recipe,
+        "min_cosine": round(agreement, 6),
+        "sample_texts": len(texts),
+        "versions": _tool_versions(),
+    }
+    _write_atomically(_record_path(target), json.dumps(record, indent=2, sort_keys=True) + "\n")
+    _fsync_dir(cache_dir)
     logger.info("embedding model converted: %s (min cosine %.4f)", candidate.name, agreement)
     return _converted(target, candidate.sha256, candidate.size)
+
+
+def _read_record(target: Path) -> dict[str, Any] | None:
+    try:
+        record = json.loads(_record_path(target).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
 
 
 def _converted(path: Path, sha256: str, size: int) -> EmbeddingModel:

@@ -94,6 +94,9 @@ GATE_TEXTS = (
     "How do I deploy candor to AWS?",
 )
 MIN_COSINE = 0.99
+# Names the steps and settings of `convert`; a cached conversion made by
+# another recipe is made again. Change it whenever `convert` changes.
+RECIPE = "fold, bert fusions, attention, dynamic int8 per channel, ffn-out 0+2 fp32"
 
 
 def convert(
