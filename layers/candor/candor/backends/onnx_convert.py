@@ -32,6 +32,7 @@ extra): nothing at run time imports this module.
 
 from __future__ import annotations
 
+import logging
 import tempfile
 from collections import defaultdict
 from collections.abc import Sequence
@@ -367,13 +368,22 @@ def quantize(source: Path, target: Path, *, per_channel: bool, exclude: Sequence
     """Dynamic int8 quantization of every supported op except the nodes in `exclude`."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    quantize_dynamic(
-        source,
-        target,
-        per_channel=per_channel,
-        weight_type=QuantType.QInt8,
-        nodes_to_exclude=list(exclude),
-    )
+    # quantize_dynamic logs on the root logger, at every call, advice meant for
+    # static quantization ("consider pre-processing"); the check that follows
+    # the conversion is what tells whether the result is good.
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)
+    try:
+        quantize_dynamic(
+            source,
+            target,
+            per_channel=per_channel,
+            weight_type=QuantType.QInt8,
+            nodes_to_exclude=list(exclude),
+        )
+    finally:
+        root.setLevel(level)
 
 
 def min_cosine(reference: Embedder, candidate: Embedder, texts: Sequence[str]) -> float:
