@@ -15,7 +15,9 @@ int8 conversion `candor models` made in CANDOR_MODEL_CACHE_DIR, or the shipped
 file when there is none; `--model shipped` always uses the shipped file.
 
 Run it on a quiet machine: another busy process on one of two cores halves the
-figures.
+figures. `embed_cpu_chunks_per_s` (chunks per second of the process's CPU time,
+all threads together) moves much less with other processes' load: on N quiet
+cores the wall-clock figure can reach at most N times it.
 """
 
 from __future__ import annotations
@@ -120,7 +122,9 @@ def main() -> None:
     load_s = time.perf_counter() - start
     embedder.embed(texts[:8])  # the first run allocates onnxruntime's buffers
 
+    cpu_start = time.process_time()
     batched = [rate(embedder, texts) for _ in range(args.runs)]
+    cpu_rate = len(texts) * args.runs / (time.process_time() - cpu_start)
     naive = rate(embedder, texts[: args.naive], one_at_a_time=True)
     median = statistics.median(batched)
     print(f"embed_corpus={origin}")
@@ -131,6 +135,7 @@ def main() -> None:
     print(f"embed_chunk_chars_mean={statistics.fmean(map(len, texts)):.0f}")
     print(f"embed_runs={' '.join(f'{r:.1f}' for r in batched)}")
     print(f"embed_chunks_per_s={median:.1f}")
+    print(f"embed_cpu_chunks_per_s={cpu_rate:.1f}")
     print(f"embed_naive_chunks_per_s={naive:.1f}")
     print(f"embed_speedup={median / naive:.2f}")
 
