@@ -1,7 +1,8 @@
 """Embedding throughput of the local embedder on ~800-character chunks.
 
     python bench/bench_embed.py [FOLDER] [--chunks N] [--runs R] [--naive N] [--threads T]
-                                [--spin]
+                                [--spin] [--model candor|shipped]
+                                [--batch-texts N] [--batch-tokens N]
 
 The chunks are real passages: the files of FOLDER (HTML, Markdown, text) if
 given, else the Git manual pages (.candor/corpus/git-doc, then
@@ -9,8 +10,14 @@ given, else the Git manual pages (.candor/corpus/git-doc, then
 ingest loader and chunker and are embedded as ingestion embeds them (title and
 heading first). Prints `name=value` lines for a Makefile to pick up.
 
+`--model candor` (the default) embeds with the file candor itself loads: the
+int8 conversion `candor models` made in CANDOR_MODEL_CACHE_DIR, or the shipped
+file when there is none; `--model shipped` always uses the shipped file.
+
 Run it on a quiet machine: another busy process on one of two cores halves the
-figures.
+figures. `embed_cpu_chunks_per_s` (chunks per second of the process's CPU time,
+all threads together) moves much less with other processes' load: on N quiet
+cores the wall-clock figure can reach at most N times it.
 """
 
 from __future__ import annotations
@@ -21,9 +28,11 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from candor.backends.onnx_embedder import OnnxEmbedder
+from candor.backends.model_files import local_embedding_model, shipped_embedding_model
+from candor.backends.onnx_embedder import BATCH_TEXTS, BATCH_TOKENS, OnnxEmbedder
 from candor.ingest import chunk_document, embedding_text, iter_paths, load_document
 from candor.ports import Embedder
+from candor.settings import Settings
 from candor.types import Chunk
 
 REPO = Path(__file__).resolve().parents[1]
@@ -90,25 +99,43 @@ def main() -> None:
     parser.add_argument("--naive", type=int, default=64, help="chunks embedded one at a time")
     parser.add_argument("--threads", type=int, default=0, help="0: one per core")
     parser.add_argument("--spin", action="store_true", help="OnnxEmbedder(spin=True)")
+    parser.add_argument("--model", choices=("candor", "shipped"), default="candor")
+    parser.add_argument("--batch-texts", type=int, default=BATCH_TEXTS)
+    parser.add_argument("--batch-tokens", type=int, default=BATCH_TOKENS)
     args = parser.parse_args()
 
     origin, chunks = corpus_chunks(args.folder)
     texts = full_chunks(chunks, args.chunks)
     start = time.perf_counter()
-    embedder = OnnxEmbedder(threads=args.threads, spin=args.spin)
+    model = (
+        local_embedding_model(Settings().model_cache_dir)
+        if args.model == "candor"
+        else shipped_embedding_model()
+    )
+    embedder = OnnxEmbedder(
+        threads=args.threads,
+        model=model,
+        spin=args.spin,
+        batch_texts=args.batch_texts,
+        batch_tokens=args.batch_tokens,
+    )
     load_s = time.perf_counter() - start
     embedder.embed(texts[:8])  # the first run allocates onnxruntime's buffers
 
+    cpu_start = time.process_time()
     batched = [rate(embedder, texts) for _ in range(args.runs)]
+    cpu_rate = len(texts) * args.runs / (time.process_time() - cpu_start)
     naive = rate(embedder, texts[: args.naive], one_at_a_time=True)
     median = statistics.median(batched)
     print(f"embed_corpus={origin}")
     print(f"embed_model={embedder.name}")
     print(f"embed_load_s={load_s:.2f}")
+    print(f"embed_threads={args.threads or 'one per core'}")
     print(f"embed_chunks={len(texts)}")
     print(f"embed_chunk_chars_mean={statistics.fmean(map(len, texts)):.0f}")
     print(f"embed_runs={' '.join(f'{r:.1f}' for r in batched)}")
     print(f"embed_chunks_per_s={median:.1f}")
+    print(f"embed_cpu_chunks_per_s={cpu_rate:.1f}")
     print(f"embed_naive_chunks_per_s={naive:.1f}")
     print(f"embed_speedup={median / naive:.2f}")
 

