@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,7 +13,7 @@ from candor.backends.hashing_embedder import HashingEmbedder
 from candor.backends.sqlite_index import SqliteVectorIndex
 from candor.graph import grounding
 from candor.graph.state import GroundingCheck
-from candor.types import Chunk, Hit
+from candor.types import Chunk, Hit, Rankings
 
 pytestmark = pytest.mark.unit
 
@@ -112,8 +113,36 @@ def test_the_name_beyond_the_shown_part_of_a_passage_is_not_shown(
     index: SqliteVectorIndex,
 ) -> None:
     # The model reads the first passage_chars of a passage; a name past them is not shown.
-    long = hit("d-9", "x " * 400 + "gc.auto is here")
+    long = hit("d-9", "Loose objects are packed. " + "x " * 400 + "gc.auto is here")
     found, _ = asyncio.run(
         grounding.check("What is gc.auto?", [long], index, passage_chars=100, top_k=2)
     )
     assert found.shown == () and found.in_index == ("gc.auto",)
+
+
+class DenseOnly:
+    """An index whose keyword ranking is always empty, like Pinecone without a sparse index."""
+
+    def __init__(self, inner: SqliteVectorIndex) -> None:
+        self.inner = inner
+
+    def query(self, **kw: Any) -> Rankings:
+        rankings = self.inner.query(**kw)
+        return Rankings(dense=rankings.dense, keyword=[])
+
+
+def test_an_index_without_keyword_search_cannot_make_the_gate_decline(
+    index: SqliteVectorIndex,
+) -> None:
+    shown = [hit("d-1", "Loose objects are packed by git gc.")]
+    found, passages = asyncio.run(
+        grounding.check(
+            "What does gc.autoCompact do?",
+            shown,
+            DenseOnly(index),  # type: ignore[arg-type]
+            passage_chars=600,
+            top_k=2,
+        )
+    )
+    assert found.absent == () and found.unchecked == ("gc.autoCompact",)
+    assert passages == tuple(shown)

@@ -30,8 +30,10 @@ from candor.ports import VectorIndex
 from candor.types import Hit
 
 # Keyword candidates read per name. A name is a rare term, and the index ranks
-# the chunks that hold it (as a phrase, when it has parts) first.
-LOOKUP_CANDIDATES = 20
+# the chunks that hold it (as a phrase, when it has parts) first; a common one
+# ("git push") is in many of them. Reading more costs microseconds, and a name
+# missed here would decline a question the documents answer.
+LOOKUP_CANDIDATES = 50
 
 # File names are the visitor's own ("why is `build.log` tracked?"): no document
 # holds them, and that says nothing about whether the documents answer.
@@ -154,6 +156,18 @@ def lookup(index: VectorIndex, name: str) -> list[Hit]:
     return [hit for hit in rankings.keyword if mentions(_whole(hit), name)]
 
 
+def searches_keywords(index: VectorIndex, passages: Sequence[Hit]) -> bool:
+    """Whether the index answers keyword queries: it must find a passage's own words.
+
+    An index without a keyword search (a Pinecone deployment with no sparse index)
+    finds nothing by keyword, and so cannot tell that a name is absent.
+    """
+    if not passages:
+        return True  # nothing retrieved: the question is declined either way
+    words = passages[0].chunk.text[:200]
+    return bool(index.query(vector=None, keywords=words, top_k=1).keyword)
+
+
 async def check(
     question: str, passages: Sequence[Hit], index: VectorIndex, *, passage_chars: int, top_k: int
 ) -> tuple[GroundingCheck, tuple[Hit, ...]]:
@@ -169,11 +183,21 @@ async def check(
     seen = [shown(hit, passage_chars) for hit in passages]
     in_shown = tuple(n for n in names if any(mentions(text, n) for text in seen))
     missing = [n for n in names if n not in in_shown]
-    found = await asyncio.to_thread(lambda: [lookup(index, name) for name in missing])
+
+    def look() -> list[list[Hit] | None]:
+        if not missing or not searches_keywords(index, passages):
+            return [None] * len(missing)
+        return [lookup(index, name) for name in missing]
+
+    found = await asyncio.to_thread(look)
     in_index: list[str] = []
     absent: list[str] = []
+    unchecked: list[str] = []
     added: list[Hit] = []
     for name, hits in zip(missing, found, strict=True):
+        if hits is None:
+            unchecked.append(name)
+            continue
         (in_index if hits else absent).append(name)
         # Prefer a passage that shows the name within the part the model reads.
         visible = [h for h in hits if mentions(shown(h, passage_chars), name)]
@@ -184,6 +208,7 @@ async def check(
         shown=in_shown,
         in_index=tuple(in_index),
         absent=tuple(absent),
+        unchecked=tuple(unchecked),
         added=tuple(hit.chunk.id for hit in added) if not absent else (),
     )
     if absent or not added:

@@ -39,15 +39,17 @@ GradedBy = Literal["model", "gate", "no_passages"]
 class GroundingCheck:
     """What the grounding gate found for the code-like names a question relies on.
 
-    Every name is in exactly one of the three groups: in the passages shown, in the
-    index only (a keyword retrieval then adds the passage that holds it), or in no
-    document at all (the question is about something the documents do not cover).
+    Every name is in exactly one group: in the passages shown, in the index only (a
+    keyword retrieval then adds the passage that holds it), in no document at all
+    (the question is about something the documents do not cover), or unchecked (the
+    index has no keyword search to ask).
     """
 
     names: tuple[str, ...] = ()
     shown: tuple[str, ...] = ()
     in_index: tuple[str, ...] = ()
     absent: tuple[str, ...] = ()
+    unchecked: tuple[str, ...] = ()
     added: tuple[str, ...] = ()  # ids of the passages the keyword retrieval added
 
 
