@@ -105,6 +105,21 @@ def test_only_refuses_an_unknown_kind(env: Path, capsys: pytest.CaptureFixture[s
     assert "--only takes kinds from" in capsys.readouterr().err
 
 
+def test_a_retrieval_only_run_reports_what_the_grounding_gate_does(env: Path) -> None:
+    # The gate needs no model, so even --retrieval-only measures it per kind.
+    assert main(eval_argv(env / "out")) == 0
+    report = json.loads((env / "out" / "report.json").read_text())
+    gate = report["gate"]
+    assert gate["all"]["n"] == 4
+    # kite-1 names --guarded and --force, both on the kite-push page.
+    assert gate["by_kind"]["factual"]["with_names"] == 1
+    assert gate["by_kind"]["factual"]["declined"] == 0
+    assert gate["answerable_declined"] == []
+    first = next(q for q in report["gate_questions"] if q["id"] == "kite-1")
+    assert first["names"] == ["--guarded", "--force"] and first["absent"] == []
+    assert "## Grounding gate (no model)" in (env / "out" / "report.md").read_text()
+
+
 def test_compare_writes_two_runs_side_by_side(env: Path) -> None:
     assert main(eval_argv(env / "dev")) == 0
     assert main(eval_argv(env / "validation", "--only", "factual")) == 0

@@ -10,7 +10,6 @@ the index in .candor/test-eval is reused from the second run on.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import shutil
@@ -18,11 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from candor import retrieval
 from candor.cli import main
-from candor.factory import build_embedder, build_index
-from candor.graph import grounding
-from candor.settings import Settings
 from tests.conftest import clear_candor_env
 
 pytestmark = pytest.mark.slow
@@ -77,31 +72,7 @@ def test_validation_identifier_questions_are_found_and_pass_the_grounding_gate(
     assert hybrid["n"] == len(IDS)
     assert hybrid["recall@5"] >= MIN_HYBRID_RECALL_AT_5, report["retrieval_ranks"]
 
-    # No answerable question may be declined for a name the documents do hold.
-    settings = Settings().model_copy(update={"index_name": report["meta"]["index"]})
-    embedder = build_embedder(settings)
-    index = build_index(settings, embedder)
-    absent = {}
-    for row in rows:
-        hits = retrieval.search(
-            row["question"],
-            embedder=embedder,
-            index=index,
-            reranker=None,
-            top_k=settings.top_k,
-            candidates=settings.candidates,
-            per_source=settings.max_per_source,
-            strategy="hybrid",
-        )
-        found, _ = asyncio.run(
-            grounding.check(
-                row["question"],
-                hits,
-                index,
-                passage_chars=settings.passage_chars,
-                top_k=settings.top_k,
-            )
-        )
-        if found.absent:
-            absent[row["id"]] = found.absent
-    assert absent == {}
+    # No answerable question may be declined for a name the documents do hold
+    # (the report's gate section: each question's first grade, as the graph makes it).
+    assert report["gate"]["answerable_declined"] == [], report["gate_questions"]
+    assert report["gate"]["all"]["n"] == len(IDS)

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from candor.evaluation import gate_metrics
 from candor.retrieval import STRATEGIES
 
 AGENT_ROWS = (
@@ -95,6 +96,8 @@ def to_markdown(report: Mapping[str, Any]) -> str:
     notes = comparisons(report["retrieval"])
     if notes:
         lines += ["", *(f"- {note}" for note in notes)]
+    if report.get("gate") is not None:
+        lines += gate_metrics.markdown(report["gate"])
     agent = report.get("agent")
     if agent is not None:
         config = agent.get("config", {})

@@ -15,7 +15,7 @@ from typing import Any
 
 from candor import retrieval
 from candor.deps import Deps
-from candor.evaluation import agent_metrics, grading, retrieval_metrics
+from candor.evaluation import agent_metrics, gate_metrics, grading, retrieval_metrics
 from candor.evaluation.agent_metrics import AgentRecord
 from candor.evaluation.corpus import index_name, read_corpus
 from candor.evaluation.instruments import CountingChatModel, RecordingIndex
@@ -305,6 +305,12 @@ def run_eval(settings: Settings, options: EvalOptions) -> dict[str, Any]:
         "retrieval": retrieval_report,
         "retrieval_ranks": ranks,
     }
+    # The grounding gate needs no model: measured on every run, --retrieval-only too.
+    gate = gate_metrics.evaluate_gate(
+        questions, embedder=embedder, index=index, reranker=reranker, settings=settings
+    )
+    report["gate"] = gate_metrics.summarise(gate)
+    report["gate_questions"] = [record.to_json() for record in gate]
     if not options.retrieval_only:
         report["agent"], report["agent_questions"] = _agent_section(
             settings, embedder, index, questions, options
