@@ -6,6 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.candor-installed
 CORPUS := .candor/corpus/git-doc
 TEST_PDF := .candor/test-pdf/debian-reference.en.pdf
+VALIDATION_CORPUS := .candor/corpus/sqlite-doc
 SHARED_EVAL ?= ../shared/eval
 
 # llama.cpp must not be built with -march=native here: these CPUs advertise AMX
@@ -13,7 +14,8 @@ SHARED_EVAL ?= ../shared/eval
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON \
 	-DGGML_F16C=ON -DGGML_BMI2=ON -DLLAVA_BUILD=OFF
 
-.PHONY: install demo serve test lint typecheck unit corpus test-pdf bench eval clean dynamodb-local stress \
+.PHONY: install demo serve test lint typecheck unit corpus validation-corpus test-pdf bench \
+	eval eval-dev eval-validation clean dynamodb-local stress \
 	sam build validate invoke browser-deps
 
 # The AWS SAM CLI lives in a virtualenv of its own (its pins clash with the project's).
@@ -68,6 +70,13 @@ test-pdf: $(TEST_PDF)
 $(TEST_PDF):
 	bash scripts/fetch-test-pdf.sh $(dir $(TEST_PDF))
 
+# The validation corpus (SQLite's HTML manual, public domain) from Debian's
+# sqlite3-doc package. It is measured, never tuned on: see ../shared/eval/README.md.
+validation-corpus: $(VALIDATION_CORPUS)/cli.html
+
+$(VALIDATION_CORPUS)/cli.html:
+	bash $(SHARED_EVAL)/fetch-sqlite-doc.sh $(VALIDATION_CORPUS)
+
 unit: install
 	$(BIN)/pytest -m "not slow"
 
@@ -81,9 +90,10 @@ dynamodb-local:
 browser-deps:
 	bash scripts/browser-deps.sh
 
-test: install corpus test-pdf dynamodb-local browser-deps lint typecheck build
+test: install corpus validation-corpus test-pdf dynamodb-local browser-deps lint typecheck build
 	CANDOR_REQUIRE_DYNAMODB_LOCAL=1 CANDOR_REQUIRE_LOCAL_MODELS=1 CANDOR_REQUIRE_BROWSER=1 \
-		CANDOR_TEST_CORPUS=$(CORPUS) CANDOR_TEST_PDF=$(TEST_PDF) $(BIN)/pytest
+		CANDOR_TEST_CORPUS=$(CORPUS) CANDOR_TEST_PDF=$(TEST_PDF) \
+		CANDOR_TEST_VALIDATION_CORPUS=$(VALIDATION_CORPUS) $(BIN)/pytest
 
 sam: $(SAM)
 
@@ -123,13 +133,24 @@ bench: install corpus
 	$(BIN)/python bench/bench_stream.py $(CORPUS)
 	$(BIN)/python -m bench.bench_cold_import
 
-# The dev set: retrieval per strategy and the full graph with the local models.
-# The index (.candor/indexes/eval-<hash of the corpus>) is built once and reused.
-# The run's traces stay in eval-out/state.sqlite3; insights.md is the owner's report on them.
-eval: install corpus
-	$(BIN)/candor eval --corpus $(CORPUS) --questions $(SHARED_EVAL)/git-doc-questions.jsonl --out eval-out
-	CANDOR_DATA_DIR=eval-out $(BIN)/candor insights --days 2 > eval-out/insights.md
-	@echo "wrote eval-out/insights.md"
+# Retrieval per strategy and the full graph with the local models, on the dev set
+# (eval-out/dev) and the validation set (eval-out/validation), then both side by
+# side in eval-out/report.md. Each index (.candor/indexes/eval-<hash of the corpus>)
+# is built once and reused. Each run's traces stay in its state.sqlite3, and its
+# insights.md is the owner's report on them.
+eval: eval-dev eval-validation
+	$(BIN)/candor compare eval-out/dev eval-out/validation --out eval-out/report.md
+
+eval-dev: install corpus
+	$(BIN)/candor eval --corpus $(CORPUS) --questions $(SHARED_EVAL)/git-doc-questions.jsonl \
+		--out eval-out/dev
+	CANDOR_DATA_DIR=eval-out/dev $(BIN)/candor insights --days 2 > eval-out/dev/insights.md
+
+eval-validation: install validation-corpus
+	$(BIN)/candor eval --corpus $(VALIDATION_CORPUS) \
+		--questions $(SHARED_EVAL)/sqlite-doc-questions.jsonl --out eval-out/validation
+	CANDOR_DATA_DIR=eval-out/validation $(BIN)/candor insights --days 2 \
+		> eval-out/validation/insights.md
 
 clean:
 	rm -rf $(VENV) .candor .mypy_cache .ruff_cache .pytest_cache infra/.aws-sam

@@ -507,7 +507,9 @@ def hostile_pages(site: str) -> list[Chunk]:
 def test_html_in_answers_titles_and_snippets_renders_as_text_and_runs_nothing(
     page: Page, start: StartStack
 ) -> None:
-    hostile_answer = "<img src=x onerror=\"window.__pwned='answer'\"> [1] [2]"
+    # Its code-like names are the passages' own, or the support check would remove
+    # the sentence and decline.
+    hostile_answer = "<img src=x onerror=\"window.__pwned='snippet'\"> [1] [2]"
     stack = start(
         {"Triage": [QUESTION], "Grade": [{"answerable": True}], "text": [hostile_answer]},
         chunks=hostile_pages,

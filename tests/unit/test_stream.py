@@ -125,6 +125,24 @@ def test_a_decline_after_streamed_tokens_is_said_by_done(make_deps: MakeDeps) ->
     assert done["citations"] == []
 
 
+def test_a_sentence_the_support_check_removes_streams_but_done_leaves_it_out(
+    make_deps: MakeDeps,
+) -> None:
+    # The check needs the whole answer, so it runs after the tokens: they are the
+    # model's text, done is the checked answer, as POST /ask returns it.
+    invented = "The lease lasts 30 seconds [1]."
+    chat = ScriptedChatModel(answering(Streamed((REPLY + " ", invented))))
+    http = browser(app_for(allowing(make_deps(chat))))
+
+    events = events_of(stream(http))
+
+    assert sse.tokens(events) == f"{REPLY} {invented}"
+    done = events[-1].data
+    assert done["decision"] == "answered"
+    assert done["answer"] == REPLY
+    assert [c["source"] for c in done["citations"]] == ["git-push.html"]
+
+
 def test_a_cached_answer_streams_as_one_token_then_done(make_deps: MakeDeps) -> None:
     chat = ScriptedChatModel(answering())
     http = browser(app_for(allowing(make_deps(chat))))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import logging
 
 import pytest
@@ -116,6 +117,73 @@ def test_questions_stay_out_of_traces_when_told(make_deps: MakeDeps) -> None:
     assert trace.prompt == ()
     assert QUESTION not in deps.state.get_trace(result.trace_id, now=0.0).body  # type: ignore[union-attr]
     assert trace.decision == "answered"
+
+
+def test_a_trace_records_what_the_support_check_removed(make_deps: MakeDeps) -> None:
+    chat = ScriptedChatModel(
+        {
+            "Triage": [{"abusive": False, "kind": "question"}],
+            "Grade": [{"answerable": True}],
+            "text": [
+                "It refuses to overwrite work you have not seen [1]. "
+                "The lease lasts 30 seconds [1]."
+            ],
+        }
+    )
+    deps = make_deps(chat)
+
+    result = asyncio.run(ask(deps, QUESTION))
+
+    trace = stored(deps, result)
+    assert trace.answer == "It refuses to overwrite work you have not seen [1]."
+    assert trace.support is not None
+    assert trace.support.unsupported == ("30",)
+    assert trace.support.removed == ("The lease lasts 30 seconds [1].",)
+    assert trace.support == result.support
+    assert [(g.by, g.answerable) for g in trace.grades] == [("model", True)]
+    assert trace.grades == result.grades
+
+
+def test_a_trace_records_the_grounding_gates_decline(make_deps: MakeDeps) -> None:
+    chat = ScriptedChatModel({"Triage": [{"abusive": False, "kind": "question"}]})
+    deps = make_deps(chat)
+
+    result = asyncio.run(ask(deps, "What is the default of `core.autoCompactHistory`?"))
+
+    trace = stored(deps, result)
+    assert trace.decision == "declined"
+    assert trace.support is None
+    assert trace.grades[-1].by == "gate"
+    assert trace.grades[-1].grounding.absent == ("core.autoCompactHistory",)
+
+
+def test_the_gates_names_stay_out_of_traces_with_the_question(make_deps: MakeDeps) -> None:
+    deps = make_deps(ScriptedChatModel({"Triage": [{"abusive": False, "kind": "question"}]}))
+    settings = deps.settings.model_copy(update={"store_questions": False})
+    deps = dataclasses.replace(deps, settings=settings)
+
+    result = asyncio.run(ask(deps, "What is the default of `core.autoCompactHistory`?"))
+
+    trace = stored(deps, result)
+    assert trace.grades[-1].by == "gate"
+    assert trace.grades[-1].grounding.absent == ()
+    assert "autoCompactHistory" not in deps.state.get_trace(result.trace_id, now=0.0).body  # type: ignore[union-attr]
+
+
+def test_a_trace_stored_before_the_checks_were_recorded_still_reads(
+    make_deps: MakeDeps,
+) -> None:
+    deps = make_deps(answering())
+    result = asyncio.run(ask(deps, QUESTION))
+    raw = deps.state.get_trace(result.trace_id, now=0.0)
+    assert raw is not None
+    body = json.loads(raw.body)
+    del body["grades"], body["support"]
+
+    trace = Trace.from_stored(dataclasses.replace(raw, body=json.dumps(body)))
+
+    assert (trace.grades, trace.support) == ((), None)
+    assert trace.answer == result.answer
 
 
 class FailingTraces(SqliteStateStore):

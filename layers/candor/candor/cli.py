@@ -302,6 +302,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 1:
         print("candor: --limit must be at least 1", file=sys.stderr)
         return EXIT_USAGE
+    from candor.evaluation.questions import KINDS
+
+    kinds = tuple(k.strip() for k in (args.only or "").split(",") if k.strip())
+    if any(k not in KINDS for k in kinds):
+        print(f"candor: --only takes kinds from {','.join(sorted(KINDS))}", file=sys.stderr)
+        return EXIT_USAGE
     for path, what in ((args.corpus, "corpus folder"), (args.questions, "question file")):
         if not path.exists():
             print(f"candor: no such {what}: {path}", file=sys.stderr)
@@ -311,6 +317,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         questions=args.questions,
         out=args.out,
         limit=args.limit,
+        kinds=kinds,
         retrieval_only=args.retrieval_only,
         timeout=args.timeout,
         strategies=strategies,
@@ -388,6 +395,19 @@ def cmd_export_dpo(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    """Figures of several `candor eval` runs side by side (dev and validation)."""
+    from candor.evaluation.compare import write_side_by_side
+
+    missing = [f for f in args.folders if not (f / "report.json").is_file()]
+    if missing:
+        print(f"candor: no report.json in {', '.join(map(str, missing))}", file=sys.stderr)
+        return EXIT_USAGE
+    write_side_by_side(args.folders, args.out)
+    print(f"wrote {args.out}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="candor",
@@ -423,6 +443,9 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--questions", type=Path, required=True, metavar="FILE")
     evaluate.add_argument("--out", type=Path, default=Path("eval-out"), metavar="DIR")
     evaluate.add_argument("--limit", type=int, default=None, help="questions, spread over kinds")
+    evaluate.add_argument(
+        "--only", metavar="KIND[,KIND]", help="only questions of these kinds (e.g. unanswerable)"
+    )
     evaluate.add_argument(
         "--retrieval-only", action="store_true", help="skip the full-graph (model) part"
     )
@@ -464,6 +487,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--since", type=int, default=30, metavar="DAYS", help="UTC days back (default 30)"
     )
     export_dpo.set_defaults(run=cmd_export_dpo)
+
+    compare = commands.add_parser(
+        "compare", help="figures of several `candor eval` runs side by side"
+    )
+    compare.add_argument("folders", nargs="+", type=Path, metavar="DIR", help="eval --out folders")
+    compare.add_argument("--out", type=Path, required=True, metavar="FILE")
+    compare.set_defaults(run=cmd_compare)
 
     serve = commands.add_parser("serve", help="serve the HTTP API")
     serve.add_argument("--host", default="127.0.0.1")

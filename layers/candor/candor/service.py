@@ -19,7 +19,14 @@ from candor import guards, traces
 from candor.deps import Deps
 from candor.errors import SessionEndedError
 from candor.graph import nodes, runner
-from candor.graph.state import Citation, Decision, GraphState, TraceStep
+from candor.graph.state import (
+    Citation,
+    Decision,
+    GradeRecord,
+    GraphState,
+    SupportCheck,
+    TraceStep,
+)
 from candor.ports import CacheKey, Turn
 
 logger = logging.getLogger(__name__)
@@ -39,6 +46,10 @@ class AskResult:
     trace_id: str
     trace: tuple[TraceStep, ...]
     cached: bool = False
+    # What the checks outside the model did: each grade (and the grounding gate's
+    # findings), and the support check of the answer.
+    grades: tuple[GradeRecord, ...] = ()
+    support: SupportCheck | None = None
 
     def to_json(self) -> dict[str, object]:
         return asdict(self) | {
@@ -273,6 +284,8 @@ async def prepare(
             session_id=session_id,
             trace_id=trace_id,
             trace=final.trace,
+            grades=final.grades,
+            support=final.support,
         )
         version = key.corpus_version if key is not None else None
         await traces.record(

@@ -3,7 +3,10 @@
 `candor.service.ask` calls `record` on every path that returns an answer. A trace
 holds the time, the session, the question (unless CANDOR_STORE_QUESTIONS=false),
 the queries tried, the passages shown (their ids, and the prompt that showed them
-to the model), the answer with its decision and citations, each node's
+to the model), the answer with its decision and citations, what the checks
+outside the model did (each grade with the grounding gate's findings, and the
+support check of the answer: the specifics it could not find and the sentences
+it removed), each node's
 milliseconds, tokens and cost, the model names, the corpus version and whether
 the cache answered. It expires after CANDOR_TRACE_TTL_DAYS. Storing it never
 fails the answer: a failure is logged and counted.
@@ -24,7 +27,15 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from candor import guards, observability
 from candor.graph import nodes, prompts
-from candor.graph.state import Citation, Decision, GraphState, TraceStep
+from candor.graph.state import (
+    Citation,
+    Decision,
+    GradeRecord,
+    GraphState,
+    GroundingCheck,
+    SupportCheck,
+    TraceStep,
+)
 from candor.ports import RatingOutcome, StateStore, StoredTrace
 from candor.settings import Settings
 from candor.types import Message
@@ -83,6 +94,8 @@ class Trace:
     embedder: str = ""
     index_name: str = ""
     corpus_version: int | None = None
+    grades: tuple[GradeRecord, ...] = ()
+    support: SupportCheck | None = None
     feedback: Feedback | None = field(default=None, compare=False)
 
     @property
@@ -114,6 +127,9 @@ class Trace:
                 "prompt": tuple(data["prompt"]),
                 "citations": tuple(Citation(**c) for c in data["citations"]),
                 "steps": tuple(TraceStep(**s) for s in data["steps"]),
+                # Traces stored before the checks were recorded have neither.
+                "grades": tuple(_grade(g) for g in data.get("grades", ())),
+                "support": _support(data["support"]) if data.get("support") else None,
                 "feedback": Feedback.from_json(stored.feedback) if stored.feedback else None,
             }
         )
@@ -126,6 +142,25 @@ class Trace:
             expires_at=int(self.created_at) + settings.trace_ttl_days * 86_400,
             body=self.body(),
         )
+
+
+def _tuples(data: dict[str, Any]) -> dict[str, Any]:
+    # JSON has lists where the dataclasses have tuples.
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
+
+
+def _grade(data: dict[str, Any]) -> GradeRecord:
+    grounding = GroundingCheck(**_tuples(data.get("grounding", {})))
+    return GradeRecord(**_tuples(data) | {"grounding": grounding})
+
+
+def _support(data: dict[str, Any]) -> SupportCheck:
+    return SupportCheck(**_tuples(data))
+
+
+def _without_names(grade: GradeRecord) -> GradeRecord:
+    # The gate's names are words of the question: as private as the question.
+    return replace(grade, grounding=GroundingCheck(added=grade.grounding.added))
 
 
 def build(
@@ -164,6 +199,8 @@ def build(
         embedder=deps.embedder.name,
         index_name=settings.index_name,
         corpus_version=corpus_version,
+        grades=result.grades if keep else tuple(_without_names(g) for g in result.grades),
+        support=result.support,
     )
 
 

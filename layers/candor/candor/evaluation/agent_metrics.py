@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from candor.evaluation.grading import GradeOutcome, confusion, grade_rates
 from candor.evaluation.questions import ANSWERABLE_KINDS
 from candor.evaluation.retrieval_metrics import has_all_keywords, percentile
 
@@ -32,6 +33,9 @@ RATES = (
     "citation_accuracy",
     "citation_validity",
     "rewrite_rate",
+    "gate_declined",
+    "support_trimmed",
+    "unsupported_in_answers",
 )
 
 
@@ -54,6 +58,16 @@ class AgentRecord:
     cost_usd: float = 0.0
     attempts: int = 0
     rewrites: int = 0
+    grades: tuple[GradeOutcome, ...] = ()
+    # The grounding gate's names that no document holds, at the last grade.
+    absent_names: tuple[str, ...] = ()
+    # The support check's verdict on the answer (supported, trimmed, declined),
+    # None when no answer reached it; and the specifics it found unsupported.
+    support: str | None = None
+    unsupported: tuple[str, ...] = ()
+    # Specifics of the answer as sent that its cited passages and the question do
+    # not hold, checked again by the harness: the support check's miss count.
+    unsupported_left: tuple[str, ...] = ()
     error: str | None = None
 
     @property
@@ -86,6 +100,11 @@ class AgentRecord:
             "cost_usd": self.cost_usd,
             "attempts": self.attempts,
             "rewrites": self.rewrites,
+            "grades": [grade.to_json() for grade in self.grades],
+            "absent_names": list(self.absent_names),
+            "support": self.support,
+            "unsupported": list(self.unsupported),
+            "unsupported_left": list(self.unsupported_left),
             "answer": self.answer,
         }
 
@@ -133,10 +152,27 @@ def summarise(records: Sequence[AgentRecord]) -> dict[str, Any]:
         ),
         "citation_validity": (sum(r.citations_valid for r in all_answered), citations),
         "rewrite_rate": (sum(1 for r in retrieving if r.rewrites), len(retrieving)),
+        # Questions the grounding gate declined, of those that reached a grade.
+        "gate_declined": (
+            sum(1 for r in done if r.grades and r.grades[-1].by == "gate"),
+            sum(1 for r in done if r.grades),
+        ),
+        # Answers in which the support check found an unsupported specific (and
+        # removed its sentence, or declined), of the answers it checked.
+        "support_trimmed": (
+            sum(1 for r in done if r.support in ("trimmed", "declined")),
+            sum(1 for r in done if r.support is not None),
+        ),
+        "unsupported_in_answers": (
+            sum(1 for r in all_answered if r.unsupported_left),
+            len(all_answered),
+        ),
     }
     summary: dict[str, Any] = {"n": len(records)}
     for name, (hits, n) in counts.items():
         summary[name] = _rate(hits, n)
+    grades = [grade for r in done for grade in r.grades]
+    summary["grading"] = {"confusion": confusion(grades)} | grade_rates(grades)
     summary |= {
         "model_calls_per_question": _mean([r.model_calls for r in done], 3),
         "model_calls_per_answered": _mean([r.model_calls for r in all_answered], 3),

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from candor.evaluation import gate_metrics
 from candor.retrieval import STRATEGIES
 
 AGENT_ROWS = (
@@ -18,6 +19,9 @@ AGENT_ROWS = (
     ("citation_accuracy", "Citation accuracy (cites an expected page)"),
     ("citation_validity", "Citation validity (cites a retrieved passage)"),
     ("rewrite_rate", "Rewrite rate"),
+    ("gate_declined", "Declined by the grounding gate (a name no document holds)"),
+    ("support_trimmed", "Answers with an unsupported specific (trimmed or declined)"),
+    ("unsupported_in_answers", "Unsupported specifics left in answers"),
     ("model_calls_per_question", "Model calls per question"),
     ("model_calls_per_answered", "Model calls per answered question"),
     ("tokens_per_question", "Tokens per question"),
@@ -28,7 +32,7 @@ AGENT_ROWS = (
 KIND_COLUMNS = ("routing_accuracy", "answer_correct", "citation_accuracy", "p50_s")
 
 
-def _fmt(value: Any) -> str:
+def fmt(value: Any) -> str:
     if value is None:
         return "–"
     if isinstance(value, float):
@@ -88,10 +92,12 @@ def to_markdown(report: Mapping[str, Any]) -> str:
     for name, row in report["retrieval"].items():
         cells = [row[k] for k in ("n", "recall@1", "recall@5", "recall@10", "mrr")]
         cells += [_context(row), row["p50_ms"], row["p95_ms"]]
-        lines.append(f"| {name} | " + " | ".join(_fmt(c) for c in cells) + " |")
+        lines.append(f"| {name} | " + " | ".join(fmt(c) for c in cells) + " |")
     notes = comparisons(report["retrieval"])
     if notes:
         lines += ["", *(f"- {note}" for note in notes)]
+    if report.get("gate") is not None:
+        lines += gate_metrics.markdown(report["gate"])
     agent = report.get("agent")
     if agent is not None:
         config = agent.get("config", {})
@@ -108,7 +114,7 @@ def to_markdown(report: Mapping[str, Any]) -> str:
         ]
         samples = agent.get("samples", {})
         for key, label in AGENT_ROWS:
-            lines.append(f"| {label} | {_fmt(agent.get(key))} | {_fmt(samples.get(key))} |")
+            lines.append(f"| {label} | {fmt(agent.get(key))} | {fmt(samples.get(key))} |")
         api = agent.get("cost_at_api_prices") or {}
         if api.get("usd_per_question") is not None:
             lines += [
@@ -127,12 +133,58 @@ def to_markdown(report: Mapping[str, Any]) -> str:
         ]
         for kind, row in agent.get("by_kind", {}).items():
             cells = [row["n"], row["failures"], *(row[k] for k in KIND_COLUMNS)]
-            lines.append(f"| {kind} | " + " | ".join(_fmt(c) for c in cells) + " |")
+            lines.append(f"| {kind} | " + " | ".join(fmt(c) for c in cells) + " |")
+        lines += grading_lines(agent)
         reasons = agent.get("failure_reasons", [])
         if reasons:
             lines += ["", "### Failures", ""]
             lines += [f"- {r['id']} ({r['kind']}): {r['reason']}" for r in reasons]
     return "\n".join(lines) + "\n"
+
+
+CONTEXT_LABELS = {
+    "has_keywords": "passages hold every keyword",
+    "lacks_keywords": "passages lack a keyword",
+    "unanswerable": "unanswerable question",
+}
+
+
+def grading_lines(agent: Mapping[str, Any]) -> list[str]:
+    """The grade against the answer context it judged, per kind (see candor.evaluation.grading)."""
+    grading = agent.get("grading")
+    if grading is None:
+        return []
+    lines = [
+        "",
+        "### Grading",
+        "",
+        "Every grade of the run, against the passages it judged: do they hold every "
+        "expected keyword (the answer context)? Grades the grounding gate made, or "
+        "that had no passages, asked no model.",
+        "",
+        f"- the grade said answerable when the passages held every keyword: "
+        f"{fmt(grading['answerable_when_context_has_keywords'])} "
+        f"(n={grading['answerable_when_context_has_keywords_n']})",
+        f"- the grade said not answerable on unanswerable questions: "
+        f"{fmt(grading['not_answerable_on_unanswerable'])} "
+        f"(n={grading['not_answerable_on_unanswerable_n']})",
+        "",
+        "| kind | passages | graded answerable | graded not | gate declined | no passages |",
+        "|---|---|---|---|---|---|",
+    ]
+    for kind, row in agent.get("by_kind", {}).items():
+        confusion = row.get("grading", {}).get("confusion")
+        if not confusion or not confusion["n"]:
+            continue
+        cells = confusion["model"] or {"–": {"answerable": 0, "not_answerable": 0}}
+        for number, (context, counts) in enumerate(cells.items()):
+            extra = (
+                [confusion["gate_declined"], confusion["no_passages"]] if number == 0 else ["", ""]
+            )
+            label = CONTEXT_LABELS.get(context, context)
+            values = [label, counts["answerable"], counts["not_answerable"], *extra]
+            lines.append(f"| {kind} | " + " | ".join(fmt(v) for v in values) + " |")
+    return lines
 
 
 def write_chart(report: Mapping[str, Any], path: Path) -> None:

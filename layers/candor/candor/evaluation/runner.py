@@ -15,16 +15,17 @@ from typing import Any
 from candor import retrieval
 from candor.backends.sqlite_state import SqliteStateStore
 from candor.deps import Deps
-from candor.evaluation import agent_metrics, retrieval_metrics
+from candor.evaluation import agent_metrics, gate_metrics, grading, retrieval_metrics
 from candor.evaluation.agent_metrics import AgentRecord
 from candor.evaluation.corpus import index_name, read_corpus
 from candor.evaluation.instruments import CountingChatModel, RecordingIndex
 from candor.evaluation.questions import Question, load_questions, stratified
-from candor.graph import prompts
+from candor.graph import prompts, support
 from candor.ingest.pipeline import IngestReport, ingest
 from candor.ports import Embedder, Reranker, VectorIndex
 from candor.progress import progress as show_progress
 from candor.settings import Settings
+from candor.types import Hit
 
 RETRIEVAL_TOP_K = max(retrieval_metrics.KS)
 # Guards that would refuse or throttle the run are lifted; the cache and the
@@ -50,6 +51,7 @@ class EvalOptions:
     questions: Path
     out: Path
     limit: int | None = None
+    kinds: tuple[str, ...] = ()  # only questions of these kinds; all when empty
     retrieval_only: bool = False
     strategies: tuple[str, ...] = retrieval.STRATEGIES
     progress: bool = True
@@ -189,6 +191,21 @@ async def _ask_one(deps: Deps, question: Question, *, allowed_s: float) -> Agent
     valid = sum(
         1 for c in result.citations if c.id in index.seen and index.seen[c.id].source == c.source
     )
+    passage_chars = deps.settings.passage_chars
+    grades = grading.outcomes(
+        result.grades,
+        index.seen,
+        question.answer_keywords,
+        answerable_kind=question.answerable,
+        passage_chars=passage_chars,
+    )
+    left: tuple[str, ...] = ()
+    if result.decision == "answered":
+        cited = [Hit(index.seen[c.id], 0.0) for c in result.citations if c.id in index.seen]
+        recheck = support.verify(
+            result.answer, result.citations, cited, question.question, passage_chars=passage_chars
+        )
+        left = recheck.check.unsupported
     return AgentRecord(
         id=question.id,
         kind=question.kind,
@@ -205,6 +222,11 @@ async def _ask_one(deps: Deps, question: Question, *, allowed_s: float) -> Agent
         cost_usd=sum(step.cost_usd for step in result.trace),
         attempts=result.attempts,
         rewrites=sum(1 for step in result.trace if step.node == "rewrite"),
+        grades=grades,
+        absent_names=result.grades[-1].grounding.absent if result.grades else (),
+        support=None if result.support is None else result.support.verdict,
+        unsupported=() if result.support is None else result.support.unsupported,
+        unsupported_left=left,
     )
 
 
@@ -239,6 +261,8 @@ def run_eval(settings: Settings, options: EvalOptions) -> dict[str, Any]:
     if not documents:
         raise EvalError(f"{options.corpus}: no supported documents (.md, .txt, .html, .pdf)")
     questions = load_questions(options.questions, sources={source for source, _ in documents})
+    if options.kinds:
+        questions = [q for q in questions if q.kind in options.kinds]
     questions = stratified(questions, options.limit)
 
     embedder = build_embedder(settings)
@@ -261,6 +285,7 @@ def run_eval(settings: Settings, options: EvalOptions) -> dict[str, Any]:
             "questions_file": str(options.questions),
             "questions": len(questions),
             "limit": options.limit,
+            "kinds": list(options.kinds),
             "documents": ingested.documents,
             "chunks": ingested.chunks,
             "ingest": {
@@ -280,6 +305,12 @@ def run_eval(settings: Settings, options: EvalOptions) -> dict[str, Any]:
         "retrieval": retrieval_report,
         "retrieval_ranks": ranks,
     }
+    # The grounding gate needs no model: measured on every run, --retrieval-only too.
+    gate = gate_metrics.evaluate_gate(
+        questions, embedder=embedder, index=index, reranker=reranker, settings=settings
+    )
+    report["gate"] = gate_metrics.summarise(gate)
+    report["gate_questions"] = [record.to_json() for record in gate]
     if not options.retrieval_only:
         report["agent"], report["agent_questions"] = _agent_section(
             settings, embedder, index, questions, options

@@ -33,6 +33,8 @@ def after_grade(state: GraphState, *, max_attempts: int) -> Node:
     """Rewrite and retry while attempts remain; the cap makes the loop finite."""
     if state.answerable:
         return "generate"
+    if state.grades and state.grades[-1].by == "gate":
+        return "generate"  # no rewrite finds a name that no document holds
     return "rewrite" if state.attempts < max_attempts else "generate"
 
 

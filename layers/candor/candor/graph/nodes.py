@@ -12,7 +12,7 @@ import re
 
 from candor import retrieval
 from candor.deps import Deps
-from candor.graph import limits, prompts
+from candor.graph import grounding, limits, prompts, smalltalk, support
 from candor.graph.citations import cite, with_attribution
 from candor.graph.schemas import Grade, Moderation, Rewrite, Triage
 from candor.graph.state import GraphState, Intent, Update
@@ -58,6 +58,8 @@ FOLLOW_UP_MAX_WORDS = 6
 
 
 def effective_intent(intent: Intent | None, message: str) -> Intent:
+    if smalltalk.is_courtesy(message):
+        return "greeting"
     if intent == "code_request" and not CODE_EVIDENCE.search(message):
         return "question"
     if intent == "follow_up" and len(message.split()) > FOLLOW_UP_MAX_WORDS:
@@ -118,14 +120,19 @@ def subject(state: GraphState) -> str:
 
 
 async def grade(state: GraphState, deps: Deps) -> Update:
-    """A separate, strict judgement: can these passages answer the question?"""
-    if not state.passages:
-        return {"answerable": False}
-    text = prompts.format_passages(state.passages, deps.settings.passage_chars)
+    """A separate, strict judgement: can these passages answer the question?
+
+    The grounding gate goes first: it declines a question naming what no document
+    holds, and brings in the passage that holds a name retrieval missed.
+    """
+    gate = await grounding.gate(state, deps, subject(state))
+    if gate.decided_by is not None:
+        return gate.update(answerable=False, by=gate.decided_by)
+    text = prompts.format_passages(gate.passages, deps.settings.passage_chars)
     verdict = await deps.chat.structured(
         prompts.grade(text, subject(state)), Grade, max_tokens=limits.STRUCTURED_MAX_TOKENS
     )
-    return {"answerable": verdict.value.answerable}
+    return gate.update(answerable=verdict.value.answerable, by="model")
 
 
 async def rewrite(state: GraphState, deps: Deps) -> Update:
@@ -151,7 +158,7 @@ async def generate(state: GraphState, deps: Deps) -> Update:
             prompts.converse(state.question, settings.site_name),
             max_tokens=limits.CONVERSE_MAX_TOKENS,
         )
-        return {"answer": reply.text.strip()}
+        return {"answer": smalltalk.without_markers(reply.text)}
     decline: Update = {
         "decision": "declined",
         "answer": prompts.decline(settings.site_name, settings.contact),
@@ -172,4 +179,14 @@ async def generate(state: GraphState, deps: Deps) -> Update:
     if not citations:
         # An answer that no passage accounts for cannot be checked by the reader.
         return decline
-    return {"decision": "answered", "answer": answer, "citations": citations}
+    checked = support.verify(
+        answer, citations, state.passages, subject(state), passage_chars=settings.passage_chars
+    )
+    if checked.check.declined:
+        return decline | {"support": checked.check}
+    return {
+        "decision": "answered",
+        "answer": checked.answer,
+        "citations": checked.citations,
+        "support": checked.check,
+    }

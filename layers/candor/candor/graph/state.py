@@ -34,6 +34,55 @@ class TraceStep:
     cost_usd: float
 
 
+GradedBy = Literal["model", "gate", "no_passages"]
+
+
+@dataclass(frozen=True, slots=True)
+class GroundingCheck:
+    """What the grounding gate found for the code-like names a question relies on.
+
+    Every name is in exactly one group: in the passages shown, in the index only (a
+    keyword retrieval then adds the passage that holds it), in no document at all
+    (the question is about something the documents do not cover), or unchecked (the
+    index has no keyword search to ask).
+    """
+
+    names: tuple[str, ...] = ()
+    shown: tuple[str, ...] = ()
+    in_index: tuple[str, ...] = ()
+    absent: tuple[str, ...] = ()
+    unchecked: tuple[str, ...] = ()
+    added: tuple[str, ...] = ()  # ids of the passages the keyword retrieval added
+
+
+@dataclass(frozen=True, slots=True)
+class GradeRecord:
+    """One grade: which passages it judged, what it said, and who decided."""
+
+    attempt: int
+    passage_ids: tuple[str, ...]
+    answerable: bool
+    by: GradedBy
+    grounding: GroundingCheck = GroundingCheck()
+
+
+@dataclass(frozen=True, slots=True)
+class SupportCheck:
+    """What the support check did to an answer: the specifics it could not find in
+    the cited passages or the question, and the sentences it removed for them."""
+
+    specifics: int = 0  # specifics checked
+    unsupported: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    declined: bool = False  # nothing supported was left
+
+    @property
+    def verdict(self) -> Literal["supported", "trimmed", "declined"]:
+        if self.declined:
+            return "declined"
+        return "trimmed" if self.removed else "supported"
+
+
 @dataclass(frozen=True, slots=True)
 class GraphState:
     """Everything a node may read. Nodes never mutate it; they return an Update."""
@@ -51,6 +100,8 @@ class GraphState:
     decision: Decision | None = None
     answer: str = ""
     citations: tuple[Citation, ...] = ()
+    grades: tuple[GradeRecord, ...] = ()
+    support: SupportCheck | None = None
     trace: tuple[TraceStep, ...] = field(default=())
 
 
@@ -66,3 +117,5 @@ class Update(TypedDict, total=False):
     decision: Decision
     answer: str
     citations: tuple[Citation, ...]
+    grades: tuple[GradeRecord, ...]
+    support: SupportCheck

@@ -1,0 +1,102 @@
+"""Dev and validation side by side: the same figures from two `candor eval` reports.
+
+The dev set is where prompts, thresholds and settings are chosen; the validation
+set, documentation nobody tuned on, says whether those choices carry over. A
+figure that holds on dev and falls on validation is fitted to dev.
+
+    candor compare eval-out/dev eval-out/validation --out eval-out/report.md
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from candor.evaluation.report import fmt
+
+AGENT_FIGURES = (
+    ("routing_accuracy", "routing (all questions)"),
+    ("decline_recall", "unanswerable declined"),
+    ("answerable_declined", "answerable declined"),
+    ("answer_correct", "answers with every keyword"),
+    ("citation_accuracy", "answers citing an expected page"),
+    ("citation_validity", "citations naming a retrieved passage"),
+    ("gate_declined", "declined by the grounding gate"),
+    ("support_trimmed", "answers with an unsupported specific (trimmed or declined)"),
+    ("unsupported_in_answers", "unsupported specifics left in answers"),
+    ("rewrite_rate", "questions that needed a rewrite"),
+    ("model_calls_per_answered", "model calls per answered question"),
+    ("p50_s", "seconds per question, p50"),
+)
+ROUTED_KINDS = ("greeting", "code_request", "abusive")
+GRADING_FIGURES = (
+    (
+        "answerable_when_context_has_keywords",
+        "grade says answerable when the passages hold every keyword",
+    ),
+    ("not_answerable_on_unanswerable", "grade says not answerable on unanswerable questions"),
+)
+
+
+def _cell(value: Any, n: Any) -> str:
+    return f"{fmt(value)} (n={fmt(n)})"
+
+
+def _figures(report: Mapping[str, Any]) -> dict[str, str]:
+    """One report's cells, by figure label."""
+    hybrid: Mapping[str, Any] = report["retrieval"].get("hybrid", {})
+    cells = {
+        "hybrid Recall@5": _cell(hybrid.get("recall@5"), hybrid.get("n")),
+        "hybrid MRR": _cell(hybrid.get("mrr"), hybrid.get("n")),
+        "answer context (hybrid)": _cell(
+            hybrid.get("answer_context"), hybrid.get("answer_context_n")
+        ),
+    }
+    agent: Mapping[str, Any] | None = report.get("agent")
+    if agent is None:
+        return cells
+    samples = agent.get("samples", {})
+    for key, label in AGENT_FIGURES:
+        cells[label] = _cell(agent.get(key), samples.get(key))
+    for kind in ROUTED_KINDS:
+        row = agent.get("by_kind", {}).get(kind)
+        if row is not None:
+            cells[f"routing: {kind}"] = _cell(
+                row.get("routing_accuracy"), row.get("samples", {}).get("routing_accuracy")
+            )
+    grading = agent.get("grading", {})
+    for key, label in GRADING_FIGURES:
+        cells[label] = _cell(grading.get(key), grading.get(f"{key}_n"))
+    return cells
+
+
+def side_by_side(reports: Mapping[str, Mapping[str, Any]]) -> str:
+    """A markdown table: one row per figure, one column per named report."""
+    names = list(reports)
+    figures = {name: _figures(report) for name, report in reports.items()}
+    labels = list(dict.fromkeys(label for cells in figures.values() for label in cells))
+    lines = [
+        "# candor eval: " + " and ".join(names),
+        "",
+        *(
+            f"- {name}: {r['meta']['questions']} questions from `{r['meta']['questions_file']}` "
+            f"over `{r['meta']['corpus']}` ({r['meta']['date']})"
+            for name, r in reports.items()
+        ),
+        "",
+        "| figure | " + " | ".join(names) + " |",
+        "|---|" + "---|" * len(names),
+    ]
+    for label in labels:
+        cells = [figures[name].get(label, "–") for name in names]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def write_side_by_side(folders: Sequence[Path], out: Path) -> None:
+    """Read each folder's report.json and write the table to `out`, named by folder."""
+    reports = {folder.name: json.loads((folder / "report.json").read_text()) for folder in folders}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(side_by_side(reports))

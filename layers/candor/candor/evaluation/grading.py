@@ -1,0 +1,105 @@
+"""The grade measured against what it judged: a confusion matrix per kind of question.
+
+The grade decides whether the model may answer. Whether the passages it was
+shown could support an answer is measured independently by the answer-context
+test (they contain every expected keyword: candor.evaluation.retrieval_metrics).
+Each grade of a run is one cell: its verdict against the context it judged. On
+an answerable question a grade of "not answerable" on passages holding every
+keyword is a false decline; on an unanswerable one, "answerable" is a false
+accept. Grades the grounding gate made, or that had no passages, are counted
+beside the matrix: no model judged them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from candor.evaluation.retrieval_metrics import has_all_keywords
+from candor.graph import prompts
+from candor.graph.state import GradeRecord
+from candor.types import Chunk, Hit
+
+CONTEXTS = ("has_keywords", "lacks_keywords", "unanswerable")
+
+
+@dataclass(frozen=True, slots=True)
+class GradeOutcome:
+    """One grade of a run: its verdict, who made it, and the context it judged."""
+
+    answerable: bool
+    by: str
+    context: str  # one of CONTEXTS
+
+    def to_json(self) -> dict[str, Any]:
+        return {"answerable": self.answerable, "by": self.by, "context": self.context}
+
+
+def outcomes(
+    grades: Sequence[GradeRecord],
+    chunks: Mapping[str, Chunk],
+    keywords: Collection[str],
+    *,
+    answerable_kind: bool,
+    passage_chars: int,
+) -> tuple[GradeOutcome, ...]:
+    """Each grade with the answer-context verdict on the passages it judged.
+
+    `chunks` holds every chunk the run's index queries returned, by id.
+    """
+    found: list[GradeOutcome] = []
+    for grade in grades:
+        if not answerable_kind:
+            context = "unanswerable"
+        else:
+            shown = "\n".join(
+                prompts.passage_text(Hit(chunks[cid], 0.0), passage_chars)
+                for cid in grade.passage_ids
+                if cid in chunks
+            )
+            context = "has_keywords" if has_all_keywords(shown, keywords) else "lacks_keywords"
+        found.append(GradeOutcome(grade.answerable, grade.by, context))
+    return tuple(found)
+
+
+def confusion(grades: Sequence[GradeOutcome]) -> dict[str, Any]:
+    """Model grades per context and verdict, and the grades no model made."""
+    matrix = {
+        context: {
+            "answerable": sum(
+                1 for g in grades if g.by == "model" and g.context == context and g.answerable
+            ),
+            "not_answerable": sum(
+                1 for g in grades if g.by == "model" and g.context == context and not g.answerable
+            ),
+        }
+        for context in CONTEXTS
+    }
+    return {
+        "model": {context: cells for context, cells in matrix.items() if any(cells.values())},
+        "gate_declined": sum(1 for g in grades if g.by == "gate"),
+        "no_passages": sum(1 for g in grades if g.by == "no_passages"),
+        "n": len(grades),
+    }
+
+
+def grade_rates(grades: Sequence[GradeOutcome]) -> dict[str, Any]:
+    """How often the model's grade agrees with the context it judged, with n."""
+    model = [g for g in grades if g.by == "model"]
+    with_context = [g for g in model if g.context == "has_keywords"]
+    unanswerable = [g for g in model if g.context == "unanswerable"]
+
+    def rate(hits: int, n: int) -> float | None:
+        return round(hits / n, 4) if n else None
+
+    return {
+        "answerable_when_context_has_keywords": rate(
+            sum(g.answerable for g in with_context), len(with_context)
+        ),
+        "answerable_when_context_has_keywords_n": len(with_context),
+        "not_answerable_on_unanswerable": rate(
+            sum(not g.answerable for g in unanswerable), len(unanswerable)
+        ),
+        "not_answerable_on_unanswerable_n": len(unanswerable),
+    }

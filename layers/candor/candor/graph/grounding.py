@@ -1,0 +1,263 @@
+"""The grounding gate: the code-like names a question relies on must exist in the documents.
+
+A question that names a setting, flag, error code, command or version asks about
+that exact thing. Whether the documents mention it is a fact the index can
+check, so the small model is not asked: a name that no document holds means the
+documents do not cover the question, and it is declined before the grade. A name
+the index holds but the retrieved passages lack means retrieval missed the page
+that defines it; one keyword query for the name brings that passage in before
+the grade judges.
+
+The names looked for are those a visitor cannot paraphrase: `--flags`,
+snake_case and dotted settings (`gc.auto`, `SQLITE_MISUSE`), dot-commands
+(`.import`), functions (`json_extract()`), version numbers, the number after
+"exit code" or "error", and what the visitor put between backticks (a command
+such as `git range-diff`). Plain words and acronyms are not names: the
+documents may say them another way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from candor.deps import Deps
+from candor.graph import prompts
+from candor.graph.state import GradedBy, GradeRecord, GraphState, GroundingCheck, Update
+from candor.ports import VectorIndex
+from candor.types import Hit
+
+# Keyword candidates read per name. A name is a rare term, and the index ranks
+# the chunks that hold it (as a phrase, when it has parts) first; a common one
+# ("git push") is in many of them. Reading more costs microseconds, and a name
+# missed here would decline a question the documents answer.
+LOOKUP_CANDIDATES = 50
+
+# File names are the visitor's own ("why is `build.log` tracked?"): no document
+# holds them, and that says nothing about whether the documents answer.
+_EXTENSION_LIST = (
+    "bak bat bin c cfg conf cpp csv db exe gif go gz h htm html ini jar java jpeg jpg js "
+    "json jsx lock log md mp4 out pdf php png py rb rs sh sql sqlite sqlite3 svg tar tmp "
+    "toml ts tsx txt wav xml yaml yml zip env"
+)
+FILE_EXTENSIONS = frozenset(_EXTENSION_LIST.split())
+
+_SPAN = re.compile(r"`([^`\n]{1,80})`")
+_FLAG = re.compile(r"(?<![\w-])--[A-Za-z0-9][\w-]*[A-Za-z0-9]")
+_SHORT_FLAG = re.compile(r"^-[A-Za-z]$")
+_SNAKE = re.compile(r"(?<![\w.-])[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+(?![\w-])")
+_DOTTED = re.compile(r"(?<![\w.])[A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)+(?![\w(])")
+_DOT_COMMAND = re.compile(r"(?:(?<=\s)|(?<=^)|(?<=[`\"'(]))\.[A-Za-z][\w-]*")
+_FUNCTION = re.compile(r"(?<![\w.])([A-Za-z_][\w.]*)\(\)")
+_VERSION = re.compile(r"(?<![\w.])[vV]?(\d+\.\d+(?:\.\d+)*)(?![\w]|\.\d)")
+_CODE = re.compile(
+    r"\b(?:exit|error|return|status|result)\s+(?:code|status|value)?s?\s*(\d{1,5})\b",
+    re.IGNORECASE,
+)
+# What a span holds when it is a command line rather than one name: a placeholder,
+# a path or an assignment cannot be looked up word for word.
+_NOT_A_PHRASE = re.compile(r"[<>$*/=~|\\\"'{}\[\]]")
+
+
+def _is_abbreviation(name: str) -> bool:
+    # "e.g", "i.e" and notations such as "A...B": dotted, but of single letters.
+    parts = name.split(".")
+    return len(parts) > 1 and all(len(p) <= 1 and not p.isdigit() for p in parts)
+
+
+def _is_file_name(name: str) -> bool:
+    head, _, extension = name.rpartition(".")
+    return bool(head) and extension.lower() in FILE_EXTENSIONS
+
+
+def _span_names(span: str) -> list[str]:
+    """A backticked span's names: the command (its words before the first option or
+    argument that is not a plain word) and each option."""
+    words = span.split()
+    if not words:
+        return []
+    command: list[str] = []
+    for word in words:
+        if word.startswith("-") or _NOT_A_PHRASE.search(word):
+            break
+        command.append(word)
+    names = [" ".join(command)] if command else []
+    names += [w for w in words if _SHORT_FLAG.match(w)]
+    return names
+
+
+def code_names(text: str) -> list[str]:
+    """The code-like names in `text`, in order of first appearance, each once."""
+    found: list[tuple[int, str]] = []
+    for match in _SPAN.finditer(text):
+        found += [(match.start(), name) for name in _span_names(match.group(1))]
+    for pattern in (_FLAG, _SNAKE, _DOTTED, _DOT_COMMAND):
+        found += [(m.start(), m.group(0)) for m in pattern.finditer(text)]
+    for pattern in (_FUNCTION, _VERSION, _CODE):
+        found += [(m.start(), m.group(1)) for m in pattern.finditer(text)]
+    names: dict[str, None] = {}
+    for _, name in sorted(found, key=lambda pair: pair[0]):
+        name = name.strip().rstrip(".")
+        if not name or _is_file_name(name) or _is_abbreviation(name):
+            continue
+        if not _covered(name, names):
+            names[name] = None
+    return list(names)
+
+
+def _covered(name: str, names: Iterable[str]) -> bool:
+    # `git push --force` also yields `--force` by the flag pattern: keep it once.
+    folded = name.casefold()
+    return any(folded == other.casefold() for other in names)
+
+
+def _needle(name: str) -> re.Pattern[str]:
+    """A name as it may be written in a document: any case, a space or a hyphen
+    between its words (`git range-diff` is the page `git-range-diff`), and not
+    inside a longer word or number."""
+    words = [re.escape(word) for word in name.split()]
+    body = r"[\s-]+".join(words)
+    before = r"(?<![\w])" if name[:1].isalnum() else r"(?<![\w-])"
+    if name[:1].isdigit():
+        before = r"(?<![\w.])"
+        body = r"[vV]?" + body  # "3.5" is also written "v3.5"
+    after = r"(?![\w])" if name[-1:].isalnum() else ""
+    if name.isdigit():
+        after = r"(?![\w]|\.\d)"  # the code 125 is not in 125.3
+    return re.compile(before + body + after, re.IGNORECASE)
+
+
+def mentions(text: str, name: str) -> bool:
+    """Whether `text` names `name` (see _needle for what counts)."""
+    return _needle(name).search(text) is not None
+
+
+def shown(hit: Hit, passage_chars: int) -> str:
+    """A passage as the model is shown it."""
+    return prompts.passage_text(hit, passage_chars)
+
+
+def _whole(hit: Hit) -> str:
+    chunk = hit.chunk
+    return f"{chunk.title}\n{chunk.heading}\n{chunk.text}"
+
+
+def lookup_keywords(name: str) -> str:
+    # Joined by hyphens, the words of a command are also searched as one phrase
+    # (see candor.backends.sqlite_index.keyword_terms), which ranks its chunks first.
+    return "-".join(name.split())
+
+
+def lookup(index: VectorIndex, name: str) -> list[Hit]:
+    """The index's chunks that name `name`, best keyword match first."""
+    rankings = index.query(vector=None, keywords=lookup_keywords(name), top_k=LOOKUP_CANDIDATES)
+    return [hit for hit in rankings.keyword if mentions(_whole(hit), name)]
+
+
+def searches_keywords(index: VectorIndex, passages: Sequence[Hit]) -> bool:
+    """Whether the index answers keyword queries: it must find a passage's own words.
+
+    An index without a keyword search (a Pinecone deployment with no sparse index)
+    finds nothing by keyword, and so cannot tell that a name is absent.
+    """
+    if not passages:
+        return True  # nothing retrieved: the question is declined either way
+    words = passages[0].chunk.text[:200]
+    return bool(index.query(vector=None, keywords=words, top_k=1).keyword)
+
+
+async def check(
+    question: str, passages: Sequence[Hit], index: VectorIndex, *, passage_chars: int, top_k: int
+) -> tuple[GroundingCheck, tuple[Hit, ...]]:
+    """The gate's findings for `question`, and the passages the grade should judge.
+
+    A name missing from the passages shown is looked up in the index; the best
+    passage holding it goes first, ahead of the retrieved ones, which keep their
+    order and are cut to `top_k` in all.
+    """
+    names = code_names(question)
+    if not names:
+        return GroundingCheck(), tuple(passages)
+    seen = [shown(hit, passage_chars) for hit in passages]
+    in_shown = tuple(n for n in names if any(mentions(text, n) for text in seen))
+    missing = [n for n in names if n not in in_shown]
+
+    def look() -> list[list[Hit] | None]:
+        if not missing or not searches_keywords(index, passages):
+            return [None] * len(missing)
+        return [lookup(index, name) for name in missing]
+
+    found = await asyncio.to_thread(look)
+    in_index: list[str] = []
+    absent: list[str] = []
+    unchecked: list[str] = []
+    added: list[Hit] = []
+    for name, hits in zip(missing, found, strict=True):
+        if hits is None:
+            unchecked.append(name)
+            continue
+        (in_index if hits else absent).append(name)
+        # Prefer a passage that shows the name within the part the model reads.
+        visible = [h for h in hits if mentions(shown(h, passage_chars), name)]
+        best = (visible or hits)[:1]
+        added += [h for h in best if all(h.chunk.id != a.chunk.id for a in added)]
+    check = GroundingCheck(
+        names=tuple(names),
+        shown=in_shown,
+        in_index=tuple(in_index),
+        absent=tuple(absent),
+        unchecked=tuple(unchecked),
+        added=tuple(hit.chunk.id for hit in added) if not absent else (),
+    )
+    if absent or not added:
+        return check, tuple(passages)
+    ids = {hit.chunk.id for hit in added}
+    kept = [hit for hit in passages if hit.chunk.id not in ids]
+    return check, tuple([*added, *kept][: max(top_k, len(added))])
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """The gate's findings on one grade: the passages to judge and, when the
+    documents settle it without a model, who declined."""
+
+    check: GroundingCheck
+    passages: tuple[Hit, ...]
+    attempt: int
+    earlier: tuple[GradeRecord, ...]
+    added: bool
+
+    @property
+    def decided_by(self) -> GradedBy | None:
+        if self.check.absent:
+            return "gate"
+        if not self.passages:
+            return "no_passages"
+        return None
+
+    def update(self, *, answerable: bool, by: GradedBy) -> Update:
+        record = GradeRecord(
+            attempt=self.attempt,
+            passage_ids=tuple(hit.chunk.id for hit in self.passages),
+            answerable=answerable,
+            by=by,
+            grounding=self.check,
+        )
+        update: Update = {"answerable": answerable, "grades": (*self.earlier, record)}
+        if self.added:
+            update["passages"] = self.passages
+        return update
+
+
+async def gate(state: GraphState, deps: Deps, question: str) -> Gate:
+    """Check `question`'s names against the state's passages and the index."""
+    found, passages = await check(
+        question,
+        state.passages,
+        deps.index,
+        passage_chars=deps.settings.passage_chars,
+        top_k=state.top_k,
+    )
+    return Gate(found, passages, state.attempts, state.grades, passages != state.passages)

@@ -1,0 +1,148 @@
+"""The grounding gate: code-like names in a question, looked up in the passages and the index."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from candor.backends.hashing_embedder import HashingEmbedder
+from candor.backends.sqlite_index import SqliteVectorIndex
+from candor.graph import grounding
+from candor.graph.state import GroundingCheck
+from candor.types import Chunk, Hit, Rankings
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.mark.parametrize(
+    ("question", "names"),
+    [
+        ("What does `git push --force-with-lease` do?", ["git push", "--force-with-lease"]),
+        ("What is the default value of gc.auto?", ["gc.auto"]),
+        ("Does PRAGMA wal_compression exist?", ["wal_compression"]),
+        ("What does SQLITE_MISUSE mean?", ["SQLITE_MISUSE"]),
+        ("What new features came with Git 3.5?", ["3.5"]),
+        ("Which exit code 125 or error 21?", ["125", "21"]),
+        ("How do I use the .import command?", [".import"]),
+        ("What is the difference between sum() and total()?", ["sum", "total"]),
+        ("What does `.mode yaml` print?", [".mode yaml", ".mode"]),
+        ("What line does `git cherry-pick -x` add?", ["git cherry-pick", "-x"]),
+    ],
+)
+def test_code_like_names_are_found_in_a_question(question: str, names: list[str]) -> None:
+    assert grounding.code_names(question) == names
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How do I take back my last commit but keep my edits?",
+        "Why is my build.log tracked, e.g. after a clean?",
+        "What does the A...B notation mean?",
+        "Is Git LFS supported?",  # an acronym is a word the documents may spell out
+    ],
+)
+def test_words_file_names_and_notations_are_not_names(question: str) -> None:
+    assert grounding.code_names(question) == []
+
+
+def test_a_name_is_mentioned_in_any_case_and_with_a_hyphen_for_a_space() -> None:
+    assert grounding.mentions("See git-range-diff(1).", "git range-diff")
+    assert grounding.mentions("push.autoSetupRemote: if true", "push.autosetupremote")
+    assert grounding.mentions("Released as v3.5.1 in May", "3.5")
+
+
+def test_a_name_inside_a_longer_name_or_number_is_not_mentioned() -> None:
+    assert not grounding.mentions("PRAGMA wal_autocheckpoint", "wal")
+    assert not grounding.mentions("exit with 1125", "125")
+    assert not grounding.mentions("version 13.5", "3.5")
+    assert not grounding.mentions("--force-if-includes", "--force-if-newer")
+
+
+def hit(cid: str, text: str, source: str = "page.html") -> Hit:
+    return Hit(Chunk(cid, text, source, source.removesuffix(".html")), 0.0)
+
+
+@pytest.fixture
+def index(tmp_path: Path) -> Iterator[SqliteVectorIndex]:
+    embedder = HashingEmbedder()
+    chunks = [
+        Chunk("d-0", "gc.auto: above this many loose objects gc runs. Default 6700.", "gc.html"),
+        Chunk("d-1", "Loose objects are packed by git gc.", "gc.html"),
+        Chunk("d-2", "git commit --amend replaces the tip of the branch.", "commit.html"),
+    ]
+    index = SqliteVectorIndex(tmp_path / "index.sqlite3", embedder.dimensions)
+    index.upsert(chunks, embedder.embed([c.text for c in chunks]))
+    yield index
+    index.close()
+
+
+def check(
+    question: str, passages: list[Hit], index: SqliteVectorIndex, top_k: int = 2
+) -> tuple[GroundingCheck, tuple[Hit, ...]]:
+    return asyncio.run(grounding.check(question, passages, index, passage_chars=600, top_k=top_k))
+
+
+def test_a_name_in_the_passages_shown_changes_nothing(index: SqliteVectorIndex) -> None:
+    shown = [hit("d-0", "gc.auto: above this many loose objects gc runs. Default 6700.")]
+    found, passages = check("What is gc.auto?", shown, index)
+    assert found.shown == ("gc.auto",) and not found.in_index and not found.absent
+    assert passages == tuple(shown)
+
+
+def test_a_name_only_in_the_index_brings_its_passage_first(index: SqliteVectorIndex) -> None:
+    shown = [hit("d-1", "Loose objects are packed by git gc."), hit("d-2", "git commit --amend")]
+    found, passages = check("What is the default of gc.auto?", shown, index)
+    assert found.in_index == ("gc.auto",) and found.added == ("d-0",)
+    assert [p.chunk.id for p in passages] == ["d-0", "d-1"]  # cut to top_k
+
+
+def test_a_name_in_no_document_is_absent(index: SqliteVectorIndex) -> None:
+    shown = [hit("d-0", "gc.auto: above this many loose objects gc runs. Default 6700.")]
+    found, passages = check("What does gc.autoCompact do, unlike gc.auto?", shown, index)
+    assert found.absent == ("gc.autoCompact",)
+    assert found.shown == ("gc.auto",)
+    assert passages == tuple(shown)
+
+
+def test_the_name_beyond_the_shown_part_of_a_passage_is_not_shown(
+    index: SqliteVectorIndex,
+) -> None:
+    # The model reads the first passage_chars of a passage; a name past them is not shown.
+    long = hit("d-9", "Loose objects are packed. " + "x " * 400 + "gc.auto is here")
+    found, _ = asyncio.run(
+        grounding.check("What is gc.auto?", [long], index, passage_chars=100, top_k=2)
+    )
+    assert found.shown == () and found.in_index == ("gc.auto",)
+
+
+class DenseOnly:
+    """An index whose keyword ranking is always empty, like Pinecone without a sparse index."""
+
+    def __init__(self, inner: SqliteVectorIndex) -> None:
+        self.inner = inner
+
+    def query(self, **kw: Any) -> Rankings:
+        rankings = self.inner.query(**kw)
+        return Rankings(dense=rankings.dense, keyword=[])
+
+
+def test_an_index_without_keyword_search_cannot_make_the_gate_decline(
+    index: SqliteVectorIndex,
+) -> None:
+    shown = [hit("d-1", "Loose objects are packed by git gc.")]
+    found, passages = asyncio.run(
+        grounding.check(
+            "What does gc.autoCompact do?",
+            shown,
+            DenseOnly(index),  # type: ignore[arg-type]
+            passage_chars=600,
+            top_k=2,
+        )
+    )
+    assert found.absent == () and found.unchecked == ("gc.autoCompact",)
+    assert passages == tuple(shown)
