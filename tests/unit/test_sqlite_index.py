@@ -184,3 +184,24 @@ def test_a_word_in_most_chunks_neither_ranks_nor_hides_the_rarer_words(tmp_path:
     # Then the rare word decides the ranking, and the common word alone still ranks
     assert [h.chunk.id for h in paired] == [chunk(0).id]
     assert len(alone) == 10
+
+
+def test_field_weights_decide_whether_a_title_match_outranks_a_body_match(
+    tmp_path: Path,
+) -> None:
+    # Given a chunk that names "winch" in its title and one that names it in its text
+    titled = Chunk(id=f"{'b' * 32}-0", text="It pulls the line in.", source="w.md", title="Winch")
+    body = Chunk(id=f"{'c' * 32}-0", text="The winch pulls lines.", source="v.md", title="Tools")
+    filler = [chunk(n) for n in range(4)]
+    path = tmp_path / "i.sqlite3"
+    with SqliteVectorIndex(path, 384) as index:
+        write(index, [titled, body, *filler])
+        by_default = index.keyword("winch", top_k=2)
+
+    # When the same file is searched with the title and heading weighing nothing
+    with SqliteVectorIndex(path, 384, field_weights=(0.0, 0.0, 1.0)) as text_only:
+        by_text = text_only.keyword("winch", top_k=2)
+
+    # Then the title match leads by default, and the body match without field weights
+    assert [h.chunk.id for h in by_default][0] == titled.id
+    assert [h.chunk.id for h in by_text][0] == body.id
