@@ -104,7 +104,13 @@ async def retrieve(state: GraphState, deps: Deps) -> Update:
         rrf_k=settings.rrf_k,
         per_source=settings.max_per_source,
         strategy="hybrid_rerank" if deps.reranker is not None else "hybrid",
+        fusion=settings.fusion,
+        keyword_weight=settings.keyword_weight,
     )
+    if settings.widen_passages:
+        hits = await asyncio.to_thread(
+            retrieval.widen, hits, deps.index, chars=settings.passage_chars
+        )
     return {
         "passages": tuple(hits),
         "attempts": state.attempts + 1,
