@@ -203,5 +203,5 @@ def test_field_weights_decide_whether_a_title_match_outranks_a_body_match(
         by_text = text_only.keyword("winch", top_k=2)
 
     # Then the title match leads by default, and the body match without field weights
-    assert [h.chunk.id for h in by_default][0] == titled.id
-    assert [h.chunk.id for h in by_text][0] == body.id
+    assert by_default[0].chunk.id == titled.id
+    assert by_text[0].chunk.id == body.id

@@ -93,7 +93,6 @@ def _textonly_index(
 def measure(
     corpus: Path, questions_file: Path, levers: Sequence[Lever], base: Settings
 ) -> list[dict[str, Any]]:
-    from candor.backends.embedding_reranker import EmbeddingReranker
     from candor.evaluation.runner import prepare_settings
     from candor.factory import build_embedder
 
@@ -118,7 +117,7 @@ def measure(
             STRATEGIES,
             embedder=embedder,
             index=index,
-            reranker=EmbeddingReranker(embedder),
+            reranker=None,  # STRATEGIES leave hybrid_rerank out
             settings=settings,
             bar=False,
             plain_index=plain_index if lever.name == "default" else None,
