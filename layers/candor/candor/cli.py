@@ -61,6 +61,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             embedder=embedder,
             index=index,
             progress=progress.update,
+            max_chars=settings.chunk_chars,
+            overlap=settings.chunk_overlap,
             max_bytes=settings.ingest_max_bytes,
             # A cached answer belongs to one corpus version: a run that changed the
             # index bumps it (once), which retires them all; then each changed

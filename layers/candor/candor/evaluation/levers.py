@@ -46,13 +46,17 @@ LEVERS: tuple[Lever, ...] = (
     Lever("default"),
     Lever("cap off", {"max_per_source": 0}),
     Lever("cap 2", {"max_per_source": 2}),
-    Lever("rrf, keyword x0.5", {"keyword_weight": 0.5}),
-    Lever("rrf, keyword x1.5", {"keyword_weight": 1.5}),
-    Lever("rrf, keyword x2", {"keyword_weight": 2.0}),
+    Lever("rrf keyword x0.5", {"keyword_weight": 0.5}),
+    Lever("rrf keyword x1.5", {"keyword_weight": 1.5}),
+    Lever("rrf keyword x2", {"keyword_weight": 2.0}),
+    Lever("rrf k 20", {"rrf_k": 20}),
+    Lever("rrf k 20 keyword x2", {"rrf_k": 20, "keyword_weight": 2.0}),
+    Lever("rrf keyword x2 + cap off", {"keyword_weight": 2.0, "max_per_source": 0}),
+    Lever("candidates 40", {"candidates": 40}),
     Lever("score", {"fusion": "score"}),
-    Lever("score, keyword x0.5", {"fusion": "score", "keyword_weight": 0.5}),
-    Lever("score, keyword x2", {"fusion": "score", "keyword_weight": 2.0}),
-    Lever("score, cap off", {"fusion": "score", "max_per_source": 0}),
+    Lever("score keyword x0.5", {"fusion": "score", "keyword_weight": 0.5}),
+    Lever("score keyword x2", {"fusion": "score", "keyword_weight": 2.0}),
+    Lever("score + cap off", {"fusion": "score", "max_per_source": 0}),
     Lever("fields 1/1/1", field_weights=(1.0, 1.0, 1.0)),
     Lever("fields 0/0/1 (BM25 on text only)", field_weights=(0.0, 0.0, 1.0)),
     Lever("fields 4/2/1", field_weights=(4.0, 2.0, 1.0)),
@@ -60,7 +64,7 @@ LEVERS: tuple[Lever, ...] = (
     Lever("widen", {"widen_passages": True}),
     Lever("chunks 400/50", {"chunk_chars": 400, "chunk_overlap": 50}),
     Lever(
-        "chunks 400/50, widen", {"chunk_chars": 400, "chunk_overlap": 50, "widen_passages": True}
+        "chunks 400/50 + widen", {"chunk_chars": 400, "chunk_overlap": 50, "widen_passages": True}
     ),
 )
 STRATEGIES = ("dense", "keyword", "hybrid")
@@ -91,7 +95,12 @@ def _textonly_index(
 
 
 def measure(
-    corpus: Path, questions_file: Path, levers: Sequence[Lever], base: Settings
+    corpus: Path,
+    questions_file: Path,
+    levers: Sequence[Lever],
+    base: Settings,
+    *,
+    with_plain: bool = True,
 ) -> list[dict[str, Any]]:
     from candor.evaluation.runner import prepare_settings
     from candor.factory import build_embedder
@@ -100,7 +109,7 @@ def measure(
     questions = load_questions(questions_file, sources={source for source, _ in documents})
     embedder = build_embedder(base)
     rows: list[dict[str, Any]] = []
-    plain_index = build_plain_index(base, embedder, documents, bar=True)
+    plain_index = build_plain_index(base, embedder, documents, bar=True) if with_plain else None
     for lever in levers:
         settings = base.model_copy(update=lever.settings)
         chunking = (settings.chunk_chars, settings.chunk_overlap)
@@ -145,6 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--questions", type=Path, required=True)
     parser.add_argument("--levers", default="", help="comma-separated names; all by default")
     parser.add_argument("--out", type=Path, default=None, help="write the rows as JSON")
+    parser.add_argument("--no-plain", action="store_true", help="skip the plain reference")
     args = parser.parse_args(argv)
     wanted = [name.strip() for name in args.levers.split(",") if name.strip()]
     by_name = {lever.name: lever for lever in LEVERS}
@@ -155,7 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     levers = [by_name[name] for name in wanted] if wanted else list(LEVERS)
     _say("| lever | strategy | n | " + " | ".join(COLUMNS) + " |")
     _say("|---" * (3 + len(COLUMNS)) + "|")
-    rows = measure(args.corpus, args.questions, levers, Settings())
+    rows = measure(args.corpus, args.questions, levers, Settings(), with_plain=not args.no_plain)
     if args.out is not None:
         args.out.write_text(json.dumps(rows, indent=2) + "\n")
     return 0
