@@ -62,6 +62,12 @@ LEVERS: tuple[Lever, ...] = (
     Lever("fields 4/2/1", field_weights=(4.0, 2.0, 1.0)),
     Lever("embed text only", embed_context=False),
     Lever("widen", {"widen_passages": True}),
+    # The best of each family on the git dev set, together.
+    Lever(
+        "together: keyword x2 + fields 1/1/1 + widen",
+        {"keyword_weight": 2.0, "widen_passages": True},
+        field_weights=(1.0, 1.0, 1.0),
+    ),
     Lever("chunks 400/50", {"chunk_chars": 400, "chunk_overlap": 50}),
     Lever(
         "chunks 400/50 + widen", {"chunk_chars": 400, "chunk_overlap": 50, "widen_passages": True}
