@@ -141,9 +141,9 @@ async def ask_and_show(
 ) -> AskResult:
     """Ask; with `live`, write the answer to `out` as it streams and each step to `err`.
 
-    The streamed text is the model's own: when the final answer differs (its
-    citations renumbered, or declined because no passage supports it), the final
-    answer follows it.
+    The streamed text is the model's, cleaned as it streams: when the final answer
+    differs (its citations renumbered, or declined because no passage supports it),
+    the final answer follows it.
     """
     from candor.graph import runner
     from candor.service import Done, prepare
