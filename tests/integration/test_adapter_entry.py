@@ -37,7 +37,14 @@ pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 ASK = ROOT / "functions" / "ask"
 QUESTION = {"question": "What does --force-with-lease do?"}
-PIECES = ("It refuses ", "to overwrite ", "work you have not ", "seen [1].")
+# Whole sentences, each longer than a passage's label line: the stream lets the
+# answer out a sentence at a time (a shorter line waits: it could be a pasted label).
+PIECES = (
+    "It refuses to overwrite work on the remote that you have not seen [1]. ",
+    "It checks that the remote ref is still where you last fetched it [1]. ",
+    "When someone else pushed in the meantime, your push is refused [1]. ",
+    "Fetch, look at their commits, and then push again [1].",
+)
 GAP = 0.4  # seconds between the streamed pieces
 
 

@@ -61,8 +61,9 @@ def test_retrieval_only_writes_every_strategy_with_n_and_reuses_the_index(
     assert run_eval(env / "out") == 0
     first: dict[str, Any] = json.loads((env / "out" / "report.json").read_text())
 
-    # No reranker is configured, so hybrid_rerank would only repeat hybrid: not measured
-    assert set(first["retrieval"]) == {"dense", "keyword", "hybrid"}
+    # candor's strategies, and beside them the plain reference (always). No reranker
+    # is configured, so hybrid_rerank would only repeat hybrid: not measured
+    assert set(first["retrieval"]) == {"dense", "keyword", "hybrid", "plain", "plain_dense"}
     assert first["meta"]["reranker"] is None
     for row in first["retrieval"].values():
         assert set(row) >= RETRIEVAL_KEYS
@@ -84,9 +85,11 @@ def test_retrieval_only_writes_every_strategy_with_n_and_reuses_the_index(
     again = json.loads((env / "again" / "report.json").read_text())
     assert again["meta"]["index"] == first["meta"]["index"]
     assert again["meta"]["ingest"]["unchanged"] == 3 and again["meta"]["ingest"]["changed"] == 0
-    assert set(again["retrieval"]) == {"keyword"}
+    assert set(again["retrieval"]) == {"keyword", "plain", "plain_dense"}
     assert again["retrieval"]["keyword"]["n"] == 1  # --limit 1 took the first factual
     assert len(list((env / "data" / "indexes").glob("eval-*.sqlite3"))) == 1
+    assert len(list((env / "data" / "indexes").glob("plain-*.sqlite3"))) == 1
+    assert again["meta"]["plain_chunks"] == first["meta"]["plain_chunks"] > 0
 
 
 def test_a_changed_corpus_gets_a_new_index(env: Path, tmp_path: Path) -> None:
@@ -103,6 +106,24 @@ def test_a_changed_corpus_gets_a_new_index(env: Path, tmp_path: Path) -> None:
         for out in ("a", "b")
     }
     assert len(names) == 2
+
+
+def test_other_chunking_gets_its_own_index_beside_the_first(
+    env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert run_eval(env / "a") == 0
+    monkeypatch.setenv("CANDOR_CHUNK_CHARS", "300")
+    monkeypatch.setenv("CANDOR_CHUNK_OVERLAP", "40")
+    assert run_eval(env / "b") == 0
+    a, b = (json.loads((env / out / "report.json").read_text())["meta"] for out in "ab")
+    assert a["index"] != b["index"] and (a["chunk_chars"], b["chunk_chars"]) == (800, 300)
+    assert b["ingest"]["changed"] == 3 and b["chunks"] > a["chunks"]
+    # The first index is still whole: a rerun with its chunking embeds nothing
+    monkeypatch.delenv("CANDOR_CHUNK_CHARS")
+    monkeypatch.delenv("CANDOR_CHUNK_OVERLAP")
+    assert run_eval(env / "c") == 0
+    c = json.loads((env / "c" / "report.json").read_text())["meta"]
+    assert c["index"] == a["index"] and c["ingest"]["changed"] == 0
 
 
 @pytest.fixture

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from candor.graph import prompts
-from candor.graph.citations import attribute, cite, content_words, with_attribution
+from candor.graph.citations import attribute, cite, with_attribution
+from candor.text import content_words
 from candor.types import Chunk, Hit
 
 pytestmark = pytest.mark.unit

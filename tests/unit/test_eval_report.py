@@ -75,6 +75,14 @@ def test_comparisons_say_when_a_component_does_not_beat_the_simpler_one() -> Non
     assert "hybrid_rerank beats hybrid on mrr (0.750 vs 0.680)" in notes
 
 
+def test_comparisons_say_whether_candors_hybrid_beats_the_plain_reference() -> None:
+    retrieval = report(with_agent=False)["retrieval"] | {"plain": row(0.55, 0.95, 0.6)}
+    notes = comparisons(retrieval)
+    assert "hybrid does NOT beat plain on recall@1 (0.500 vs 0.550)" in notes
+    assert "hybrid does NOT beat plain on recall@5 (0.900 vs 0.950)" in notes
+    assert "hybrid beats plain on mrr (0.680 vs 0.600)" in notes
+
+
 def test_markdown_has_a_row_per_strategy_with_n_and_the_agent_tables() -> None:
     text = to_markdown(report(with_agent=True))
     assert (

@@ -210,3 +210,24 @@ def test_update_metadata_sets_keys_in_place_and_keeps_text_vectors_and_other_key
         hits = index.query(vector=vector, keywords="rerere", top_k=2, where={"url": url})
         assert hits.dense[0].chunk.id == first.id
         assert [h.chunk.id for h in hits.keyword] == [first.id]
+
+
+def test_field_weights_decide_whether_a_title_match_outranks_a_body_match(
+    tmp_path: Path,
+) -> None:
+    # Given a chunk that names "winch" in its title and one that names it in its text
+    titled = Chunk(id=f"{'b' * 32}-0", text="It pulls the line in.", source="w.md", title="Winch")
+    body = Chunk(id=f"{'c' * 32}-0", text="The winch pulls lines.", source="v.md", title="Tools")
+    filler = [chunk(n) for n in range(4)]
+    path = tmp_path / "i.sqlite3"
+    with SqliteVectorIndex(path, 384) as index:
+        write(index, [titled, body, *filler])
+        by_default = index.keyword("winch", top_k=2)
+
+    # When the same file is searched with the title and heading weighing nothing
+    with SqliteVectorIndex(path, 384, field_weights=(0.0, 0.0, 1.0)) as text_only:
+        by_text = text_only.keyword("winch", top_k=2)
+
+    # Then the title match leads by default, and the body match without field weights
+    assert by_default[0].chunk.id == titled.id
+    assert by_text[0].chunk.id == body.id

@@ -57,8 +57,17 @@ def events_of(response: Any) -> list[sse.Event]:
     return sse.parse_text(response.text)
 
 
+# Three sentences, each longer than any passage's label line, so that each goes out
+# as it ends (a shorter line waits for its line break: it could be a pasted label).
+SENTENCES = (
+    "It refuses to overwrite work on the remote that you have not fetched [1]. ",
+    "It checks that the remote ref is still where you last saw it [1]. ",
+    "Otherwise the push fails [1].",
+)
+
+
 def test_steps_come_as_each_node_ends_then_the_tokens_then_done(make_deps: MakeDeps) -> None:
-    chat = ScriptedChatModel(answering(Streamed(("It refuses ", "to overwrite ", "work [1]."))))
+    chat = ScriptedChatModel(answering(Streamed(SENTENCES)))
     http = browser(app_for(allowing(make_deps(chat))))
 
     events = events_of(stream(http))
@@ -77,10 +86,29 @@ def test_steps_come_as_each_node_ends_then_the_tokens_then_done(make_deps: MakeD
     steps = [e.data for e in events if e.name == "step"]
     assert [s["node"] for s in steps] == ["moderate", "route", "retrieve", "grade", "generate"]
     assert all(set(s) == {"node", "ms"} and s["ms"] >= 0 for s in steps)
-    assert sse.tokens(events) == "It refuses to overwrite work [1]."
+    assert sse.tokens(events) == "".join(SENTENCES)
     done = events[-1].data
     assert done["decision"] == "answered"
     assert done["citations"][0]["source"] == "git-push.html"
+
+
+def test_streamed_tokens_never_show_a_pasted_label_or_table_row(make_deps: MakeDeps) -> None:
+    # What a small model copies from its prompt: passage 1's label line, then a
+    # table row. The visitor's stream drops them as the final answer does.
+    pasted = (
+        "[1] git-push(1) - OPTIONS > --force-with-lease\n",
+        "| Option | Meaning |\n",
+        *SENTENCES,
+    )
+    chat = ScriptedChatModel(answering(Streamed(pasted)))
+    http = browser(app_for(allowing(make_deps(chat))))
+
+    events = events_of(stream(http))
+
+    streamed = sse.tokens(events)
+    assert "git-push(1)" not in streamed and "|" not in streamed
+    assert streamed.strip() == "".join(SENTENCES)
+    assert events[-1].data["answer"] == streamed.strip()
 
 
 def test_done_is_exactly_the_json_post_ask_returns_for_the_same_run(
@@ -333,7 +361,9 @@ async def _settled(deps: Deps) -> Decimal:
 def test_hanging_up_while_tokens_stream_stops_the_model_and_settles_the_budget(
     make_deps: MakeDeps,
 ) -> None:
-    pieces = tuple(f"word{n} " for n in range(40))
+    pieces = tuple(
+        f"Sentence number {n} of a long answer that goes on and on [1]. " for n in range(40)
+    )
     chat = ScriptedChatModel(answering(Streamed(pieces, gap=0.05)), cost_per_call=0.0001)
     deps = allowing(make_deps(chat))
     hold = guards.reservation_usd(deps.settings, chat.name, deps.embedder)

@@ -61,6 +61,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             embedder=embedder,
             index=index,
             progress=progress.update,
+            max_chars=settings.chunk_chars,
+            overlap=settings.chunk_overlap,
             max_bytes=settings.ingest_max_bytes,
             source_base_url=settings.source_base_url,
             # A cached answer belongs to one corpus version: a run that changed the
@@ -142,9 +144,9 @@ async def ask_and_show(
 ) -> AskResult:
     """Ask; with `live`, write the answer to `out` as it streams and each step to `err`.
 
-    The streamed text is the model's own: when the final answer differs (its
-    citations renumbered, or declined because no passage supports it), the final
-    answer follows it.
+    The streamed text is the model's, cleaned as it streams: when the final answer
+    differs (its citations renumbered, or declined because no passage supports it),
+    the final answer follows it.
     """
     from candor.graph import runner
     from candor.service import Done, prepare

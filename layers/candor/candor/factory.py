@@ -187,6 +187,10 @@ def build_s3_ingestion(settings: Settings) -> S3Ingestion:
         embedder=embedder,
         index=build_index(settings, embedder),
         reader=S3Reader(region=settings.aws_region, max_bytes=settings.ingest_max_bytes),
-        chunking=Chunking(max_bytes=settings.ingest_max_bytes),
+        chunking=Chunking(
+            max_chars=settings.chunk_chars,
+            overlap=settings.chunk_overlap,
+            max_bytes=settings.ingest_max_bytes,
+        ),
         records=CompletionRecords(build_state(settings), settings.index_name),
     )

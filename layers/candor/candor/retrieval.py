@@ -1,35 +1,83 @@
-"""Hybrid retrieval: dense and keyword rankings fused by Reciprocal Rank Fusion.
+"""Hybrid retrieval: dense and keyword rankings fused into one, then what the model sees.
 
 Every index backend returns the two rankings separately so that the fusion is
-the same code whatever the backend.
+the same code whatever the backend. Fusion is Reciprocal Rank Fusion by default,
+optionally weighted, or a sum of min-max normalised scores (`fuse`). The passages
+the model is shown can be widened with their neighbours in the same section
+(`widen`): small passages find the answer, their neighbours give it context.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
+from candor.ingest.chunking import chunk_id, doc_prefix
 from candor.ports import Embedder, Reranker, VectorIndex
-from candor.types import Hit, Metadata, Rankings
+from candor.types import Chunk, Hit, Metadata, Rankings
 
 Strategy = str  # "dense" | "keyword" | "hybrid" | "hybrid_rerank"
 STRATEGIES: tuple[str, ...] = ("dense", "keyword", "hybrid", "hybrid_rerank")
+Fusion = Literal["rrf", "score"]
+FUSIONS: tuple[Fusion, ...] = ("rrf", "score")
 
 
-def rrf_fuse(rankings: Sequence[Sequence[Hit]], *, k: int = 60) -> list[Hit]:
-    """Fuse rankings by Reciprocal Rank Fusion: score = sum of 1 / (k + rank).
+def rrf_fuse(
+    rankings: Sequence[Sequence[Hit]], *, k: int = 60, weights: Sequence[float] | None = None
+) -> list[Hit]:
+    """Fuse rankings by Reciprocal Rank Fusion: score = sum of weight / (k + rank).
 
-    Ranks start at 1. Ties keep the order in which chunks were first seen, so the
-    result is deterministic.
+    Ranks start at 1; every weight is 1 unless `weights` (one per ranking) says
+    otherwise. Ties keep the order in which chunks were first seen, so the result
+    is deterministic.
     """
+    weights = [1.0] * len(rankings) if weights is None else weights
     scores: dict[str, float] = {}
     first: dict[str, Hit] = {}
-    for ranking in rankings:
+    for ranking, weight in zip(rankings, weights, strict=True):
         for rank, hit in enumerate(ranking, start=1):
             cid = hit.chunk.id
-            scores[cid] = scores.get(cid, 0.0) + 1.0 / (k + rank)
+            scores[cid] = scores.get(cid, 0.0) + weight / (k + rank)
             first.setdefault(cid, hit)
     order = sorted(first, key=lambda cid: -scores[cid])
     return [Hit(first[cid].chunk, scores[cid]) for cid in order]
+
+
+def score_fuse(rankings: Sequence[Sequence[Hit]], *, weights: Sequence[float]) -> list[Hit]:
+    """Fuse rankings by their scores: each min-max normalised to [0, 1] within its
+    ranking, weighted, and summed; a chunk absent from a ranking gets 0 from it.
+
+    Unlike RRF this keeps how far apart the scores are: a keyword ranking whose
+    first chunk is far ahead of its second (an exact identifier) says so. A
+    ranking whose scores are all equal gives each of its chunks 1.
+    """
+    scores: dict[str, float] = {}
+    first: dict[str, Hit] = {}
+    for ranking, weight in zip(rankings, weights, strict=True):
+        if not ranking:
+            continue
+        low = min(hit.score for hit in ranking)
+        spread = max(hit.score for hit in ranking) - low
+        for hit in ranking:
+            cid = hit.chunk.id
+            share = (hit.score - low) / spread if spread > 0 else 1.0
+            scores[cid] = scores.get(cid, 0.0) + weight * share
+            first.setdefault(cid, hit)
+    order = sorted(first, key=lambda cid: -scores[cid])
+    return [Hit(first[cid].chunk, scores[cid]) for cid in order]
+
+
+def fuse(
+    rankings: Rankings, *, fusion: Fusion = "rrf", rrf_k: int = 60, keyword_weight: float = 1.0
+) -> list[Hit]:
+    """The dense and keyword rankings as one; the dense ranking weighs 1."""
+    pair = [rankings.dense, rankings.keyword]
+    weights = [1.0, keyword_weight]
+    if fusion == "rrf":
+        return rrf_fuse(pair, k=rrf_k, weights=weights)
+    if fusion == "score":
+        return score_fuse(pair, weights=weights)
+    raise ValueError(f"unknown fusion {fusion!r}; expected one of {FUSIONS}")
 
 
 def diversify(hits: Sequence[Hit], per_source: int) -> list[Hit]:
@@ -64,6 +112,8 @@ def search(
     strategy: Strategy = "hybrid_rerank",
     where: Metadata | None = None,
     per_source: int = 0,
+    fusion: Fusion = "rrf",
+    keyword_weight: float = 1.0,
 ) -> list[Hit]:
     """Return the top_k hits for `query` by the given strategy."""
     if strategy not in STRATEGIES:
@@ -81,9 +131,107 @@ def search(
         return diversify(rankings.dense, per_source)[:top_k]
     if strategy == "keyword":
         return diversify(rankings.keyword, per_source)[:top_k]
-    fused = rrf_fuse([rankings.dense, rankings.keyword], k=rrf_k)
+    fused = fuse(rankings, fusion=fusion, rrf_k=rrf_k, keyword_weight=keyword_weight)
     if strategy == "hybrid" or reranker is None or not fused:
         return diversify(fused, per_source)[:top_k]
     scores = reranker.rerank(query, [hit.chunk for hit in fused]).scores
     reranked = sorted(zip(fused, scores, strict=True), key=lambda pair: -pair[1])
     return diversify([Hit(hit.chunk, score) for hit, score in reranked], per_source)[:top_k]
+
+
+# How far on each side of a passage `widen` looks: a section's neighbours past this
+# would not fit a prompt budget of a few hundred characters anyway.
+_REACH = 4
+# The overlap the chunker carries from one passage into the next is about its
+# `overlap` (100 characters by default): look for up to 300, and for no less than
+# a few words, so that a chance match of a character or two is not taken for one.
+_MAX_OVERLAP = 300
+_MIN_OVERLAP = 12
+
+
+def widen(hits: Sequence[Hit], index: VectorIndex, *, chars: int) -> list[Hit]:
+    """Each hit with the passages around it in the same section, up to `chars` characters.
+
+    Small passages match a question precisely; the sentences around one often hold
+    the rest of the answer (an option's name in one passage, its default in the
+    next). The neighbours are read by id (`md5(source)-index`), added after the
+    passage, then before it, in turn, while the text stays within `chars`; a
+    neighbour under another heading, or one that is itself a hit, is left out.
+    The overlap the chunker carried between neighbours appears once. Each hit
+    keeps its id, score and fields: only its text grows.
+    """
+    positions = [_position(hit.chunk) for hit in hits]
+    wanted = [
+        chunk_id(hit.chunk.source, number + step)
+        for hit, number in zip(hits, positions, strict=True)
+        if number is not None
+        for step in (*range(-_REACH, 0), *range(1, _REACH + 1))
+        if number + step >= 0
+    ]
+    found = {chunk.id: chunk for chunk in index.fetch(wanted)} if wanted else {}
+    taken = {hit.chunk.id for hit in hits}
+    widened: list[Hit] = []
+    for hit, number in zip(hits, positions, strict=True):
+        chunk = hit.chunk
+        if number is None or len(chunk.text) >= chars:
+            widened.append(hit)
+            continue
+
+        def neighbour(step: int, chunk: Chunk = chunk, number: int = number) -> Chunk | None:
+            found_chunk = found.get(chunk_id(chunk.source, number + step))
+            if (
+                found_chunk is None
+                or found_chunk.id in taken
+                or found_chunk.source != chunk.source
+                or found_chunk.heading != chunk.heading
+            ):
+                return None
+            return found_chunk
+
+        text, after, before = chunk.text, 1, -1
+        while after or before:
+            if after:
+                following = neighbour(after)
+                grown = _join(text, following.text) if following else None
+                if grown is not None and len(grown) <= chars:
+                    text, after = grown, after + 1
+                else:
+                    after = 0
+            if before:
+                preceding = neighbour(before)
+                grown = _join(preceding.text, text) if preceding else None
+                if grown is not None and len(grown) <= chars:
+                    text, before = grown, before - 1
+                else:
+                    before = 0
+        widened.append(Hit(_with_text(chunk, text), hit.score))
+    return widened
+
+
+def _position(chunk: Chunk) -> int | None:
+    """The chunk's index within its document, when its id is `md5(source)-index`."""
+    prefix = doc_prefix(chunk.source)
+    number = chunk.id.removeprefix(prefix)
+    if number == chunk.id or not number.isdigit():
+        return None
+    return int(number)
+
+
+def _join(first: str, second: str) -> str:
+    """Two consecutive passages as one text, the overlap the chunker carried written once."""
+    longest = min(len(first), len(second), _MAX_OVERLAP)
+    for size in range(longest, _MIN_OVERLAP - 1, -1):
+        if first.endswith(second[:size]):
+            return first + second[size:]
+    return f"{first}\n\n{second}"
+
+
+def _with_text(chunk: Chunk, text: str) -> Chunk:
+    return Chunk(
+        id=chunk.id,
+        text=text,
+        source=chunk.source,
+        title=chunk.title,
+        heading=chunk.heading,
+        metadata=chunk.metadata,
+    )

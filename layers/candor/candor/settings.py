@@ -103,6 +103,14 @@ class Settings(BaseSettings):
     max_per_source: int = Field(default=1, ge=0, le=10)
     max_attempts: int = Field(default=2, ge=1, le=5)
     passage_chars: int = Field(default=600, ge=100, description="passage text shown to the model")
+    # How the dense and keyword rankings become one (candor.retrieval.fuse): "rrf"
+    # (Reciprocal Rank Fusion, k = rrf_k) or "score" (min-max normalised scores,
+    # summed); the keyword ranking counts keyword_weight times the dense one.
+    fusion: Literal["rrf", "score"] = "rrf"
+    keyword_weight: float = Field(default=1.0, ge=0, le=10)
+    # Small-to-big: each passage shown with its neighbours in the same section,
+    # up to passage_chars (candor.retrieval.widen).
+    widen_passages: bool = False
 
     # Conversation.
     history_turns: int = Field(default=3, ge=0, le=20)
@@ -162,6 +170,10 @@ class Settings(BaseSettings):
     source_base_url: str | None = Field(
         default=None, description="e.g. https://docs.example.com/ (http or https)"
     )
+    # Passages of at most chunk_chars characters; a long section's parts overlap by
+    # about chunk_overlap (candor.ingest.chunking).
+    chunk_chars: int = Field(default=800, ge=100, le=8000)
+    chunk_overlap: int = Field(default=100, ge=0, le=1000)
 
     # Guards (README, "Guards"). Rate limits count requests in fixed windows.
     rate_address_limit: int = Field(default=20, ge=1, description="requests per window")
@@ -220,6 +232,15 @@ class Settings(BaseSettings):
         if not is_public_url(value):
             raise ValueError("an absolute http(s) address, such as https://docs.example.com/")
         return value
+
+    @model_validator(mode="after")
+    def _overlap_fits(self) -> Settings:
+        if self.chunk_overlap >= self.chunk_chars:
+            raise ValueError(
+                f"CANDOR_CHUNK_OVERLAP={self.chunk_overlap} must be less than "
+                f"CANDOR_CHUNK_CHARS={self.chunk_chars}"
+            )
+        return self
 
     @model_validator(mode="after")
     def _paths_exist(self) -> Settings:

@@ -5,8 +5,10 @@
     event: done    data: {...}                               exactly POST /ask's JSON
     event: error   data: {"status": 503, "detail": ..., "reason": ..., "trace_id": ...}
 
-`done` or `error` ends the stream. The reply's tokens are the model's raw text:
-`done` carries the answer with its citations resolved, or the decline that
+`done` or `error` ends the stream. The reply's tokens are the model's text as
+the runner lets it out, cleaned by the rules of the final answer (no pasted
+labels, table rows or passages: candor.graph.answer_text), a sentence or a line
+at a time. `done` carries the answer with its citations resolved, or the decline that
 replaced an answer no passage accounts for, so a client shows `done.answer` in
 place of what it streamed. A comment line (`: keep-alive`) goes out whenever
 nothing else has for a while, so that idle connections stay open through a

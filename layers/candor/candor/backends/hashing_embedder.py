@@ -8,15 +8,14 @@ weights. Quality is far below a trained model; never pick it for production.
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Sequence
 from functools import lru_cache
 
 import numpy as np
 
 from candor.ports import Vectors
+from candor.text import words
 
-_WORD = re.compile(r"[^\W_]+")
 # Trigrams carry less weight than whole words: they exist to bring inflections
 # and compounds ("rebase" / "rebasing") together, not to dominate the vector.
 _TRIGRAM_WEIGHT = 0.5
@@ -35,7 +34,7 @@ def _slot(feature: str, dimensions: int) -> tuple[int, float]:
 
 def _features(text: str) -> list[tuple[str, float]]:
     features: list[tuple[str, float]] = []
-    for word in _WORD.findall(text.lower()):
+    for word in words(text):
         features.append(("w:" + word, 1.0))
         padded = f"^{word}$"
         features.extend(("t:" + padded[i : i + 3], _TRIGRAM_WEIGHT) for i in range(len(padded) - 2))

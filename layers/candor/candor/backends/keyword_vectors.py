@@ -22,21 +22,12 @@ is no vocabulary to store or ship. Words get a light suffix stemming ("exits" an
 from __future__ import annotations
 
 import hashlib
-import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
-# The same runs of letters and digits that FTS5's unicode61 tokenizer finds.
-_WORD = re.compile(r"[^\W_]+")
-_STOPWORD_TEXT = """
-    a an and are as at be but by can could do does did for from had has have how i
-    if in into is it its me my no not of on or our should so than that the their
-    them then there these this those to was we were what when where which who why
-    will with would you your
-"""
-STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+from candor.text import FIELD_WEIGHTS, phrase, query_terms, token_parts
 
 # BM25's usual constants. A chunk's length is compared with a fixed average: the
 # chunker bounds passages (800 characters, about 120 words), so the corpus
@@ -44,11 +35,8 @@ STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 K1 = 1.2
 B = 0.75
 AVERAGE_WORDS = 120.0
-# As in the local index: a title or heading match says more than one in the body.
-TITLE_WEIGHT, HEADING_WEIGHT, TEXT_WEIGHT = 2.0, 1.5, 1.0
 # Pinecone accepts at most 1000 non-zero values in a sparse vector.
 MAX_TERMS = 1000
-_MAX_QUERY_TERMS = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,21 +77,27 @@ def stem(word: str) -> str:
 def features(text: str) -> list[str]:
     """The terms of `text` in order: stemmed words, and for a token that punctuation
     splits into parts (`rerere.enabled`, `--force-with-lease`) also the phrase of
-    its parts, which holds a space and so never equals a word."""
+    its parts (candor.text.token_parts)."""
     found: list[str] = []
-    for token in text.lower().split():
-        parts = _WORD.findall(token)
+    for parts in token_parts(text):
         if len(parts) > 1:
-            found.append(" ".join(parts))
+            found.append(phrase(parts))
         found.extend(stem(part) for part in parts)
     return found
 
 
-def document_vector(*, title: str, heading: str, text: str) -> SparseVector:
-    """BM25's saturated, length-normalised term frequency of each term of a chunk."""
+def document_vector(
+    *,
+    title: str,
+    heading: str,
+    text: str,
+    weights: tuple[float, float, float] = FIELD_WEIGHTS,
+) -> SparseVector:
+    """BM25's saturated, length-normalised term frequency of each term of a chunk,
+    a match in each field counting its weight (title, heading, text), as locally."""
     weighted: defaultdict[str, float] = defaultdict(float)
     words = 0
-    for field, weight in ((title, TITLE_WEIGHT), (heading, HEADING_WEIGHT), (text, TEXT_WEIGHT)):
+    for field, weight in zip((title, heading, text), weights, strict=True):
         terms = features(field)
         words += len(terms)
         for term in terms:
@@ -117,11 +111,10 @@ def document_vector(*, title: str, heading: str, text: str) -> SparseVector:
 
 
 def query_vector(text: str) -> SparseVector:
-    """One unit weight per distinct term; stopwords only when nothing else is left."""
-    terms = features(text)
-    kept = [t for t in terms if t not in STOPWORDS] or terms
-    distinct = list(dict.fromkeys(kept))[:_MAX_QUERY_TERMS]
-    return _vector((term, 1.0) for term in distinct)
+    """One unit weight per distinct term of candor.text.query_terms, stemmed as the
+    chunks' words are: the terms the local index searches by."""
+    terms = dict.fromkeys(term if " " in term else stem(term) for term in query_terms(text))
+    return _vector((term, 1.0) for term in terms)
 
 
 def _vector(weights: Iterable[tuple[str, float]]) -> SparseVector:

@@ -9,7 +9,6 @@ millisecond, so an approximate index would add only failure modes.
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -24,12 +23,9 @@ import numpy.typing as npt
 from candor.backends.vectors import as_matrix
 from candor.errors import ConfigurationError, IndexError_
 from candor.ports import Vectors
+from candor.text import FIELD_WEIGHTS, query_terms
 from candor.types import Chunk, Hit, Metadata, MetadataValue, Rankings
 
-# Title and heading matches say more about a chunk than one word in its body;
-# the weights are modest because every chunk of a page shares its title.
-_BM25_WEIGHTS = (2.0, 1.5, 1.0)  # title, heading, text
-_RANK = "bm25({}, {}, {})".format(*_BM25_WEIGHTS)
 _SCHEMA_VERSION = "1"
 # SQLite's default limit on bound parameters is 32766; stay far below it.
 _BATCH = 500
@@ -82,18 +78,6 @@ ON CONFLICT(id) DO UPDATE SET
 
 _CHUNK_COLUMNS = "c.pk, c.id, c.text, c.source, c.title, c.heading, c.metadata"
 
-# Words too common to rank by. Dropping them keeps an OR query from matching
-# nearly every chunk, which is both slower and noisier.
-_STOPWORD_LIST = (
-    "a an and are as at be but by can could do does did for from had has have how i if "
-    "in into is it its me my no not of on or our should so than that the their them "
-    "then there these this those to was we were what when where which who why will "
-    "with would you your"
-)
-_STOPWORDS = frozenset(_STOPWORD_LIST.split())
-# Runs of letters and digits, the same boundaries FTS5's unicode61 tokenizer uses.
-_TERM = re.compile(r"[^\W_]+")
-_MAX_TERMS = 64
 _MAX_DOC_FREQS = 10_000
 
 
@@ -103,20 +87,9 @@ def keyword_terms(text: str) -> list[str]:
     OR, so that a chunk needs only some of them: BM25 ranks chunks with more,
     and rarer, ones first. Every term is a quoted string, so no user input can
     be read as FTS5 syntax (`--force-with-lease`, `A...B`, `"`, `(`, `NEAR`,
-    `OR`). A token that punctuation splits into parts (`rerere.enabled`) also
-    gives the phrase of its parts, which only the chunks naming that exact
-    identifier match, and which, being rare, outweighs its common parts.
+    `OR`). Which terms: candor.text.query_terms, as for the sparse vectors.
     """
-    terms: dict[str, None] = {}  # an ordered set: the same text, the same query
-    stopwords: dict[str, None] = {}
-    for token in text.lower().split():
-        parts = _TERM.findall(token)
-        if len(parts) > 1:
-            terms['"' + " ".join(parts) + '"'] = None
-        for part in parts:
-            (stopwords if part in _STOPWORDS else terms)[f'"{part}"'] = None
-    # A query of stopwords only ("what is it") still deserves an answer.
-    return list(terms or stopwords)[:_MAX_TERMS]
+    return [f'"{term}"' for term in query_terms(text)]
 
 
 def _prefix_upper(prefix: str) -> str | None:
@@ -221,11 +194,21 @@ class SqliteVectorIndex:
     embedder or width is a ConfigurationError rather than silently wrong results.
     """
 
-    def __init__(self, path: Path, dimensions: int, *, embedder: str | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        dimensions: int,
+        *,
+        embedder: str | None = None,
+        field_weights: tuple[float, float, float] = FIELD_WEIGHTS,
+    ) -> None:
         if dimensions < 1:
             raise ValueError(f"dimensions must be positive, not {dimensions}")
         self.path = path
         self.dimensions = dimensions
+        # BM25's column weights (title, heading, text), given with every query
+        # rather than stored in the file, so that one file can be ranked either way.
+        self._rank = "bm25({}, {}, {})".format(*field_weights)
         path.parent.mkdir(parents=True, exist_ok=True)
         # One connection behind a lock: SQLite serialises writers anyway, and
         # reads here are short. check_same_thread=False lets a web server's
@@ -242,7 +225,6 @@ class SqliteVectorIndex:
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.executescript(_SCHEMA)
             with self._conn:
-                self._configure_ranking()
                 self._check_meta(embedder)
         except BaseException:
             self._conn.close()
@@ -405,11 +387,13 @@ class SqliteVectorIndex:
         sql = (
             f"SELECT {_CHUNK_COLUMNS}, chunks_fts.rank FROM chunks_fts "
             "JOIN chunks AS c ON c.pk = chunks_fts.rowid "
-            f"WHERE chunks_fts MATCH ?{filter_sql} ORDER BY chunks_fts.rank LIMIT ?"
+            f"WHERE chunks_fts MATCH ? AND chunks_fts.rank MATCH ?{filter_sql} "
+            "ORDER BY chunks_fts.rank LIMIT ?"
         )
         with self._locked():
             match = " OR ".join(self._informative(terms))
-            rows = self._conn.execute(sql, [match, *filter_params, top_k]).fetchall()
+            params = [match, self._rank, *filter_params, top_k]
+            rows = self._conn.execute(sql, params).fetchall()
         return [Hit(_chunk(row), -float(row[7])) for row in rows]
 
     # -- internals -------------------------------------------------------------
@@ -446,15 +430,6 @@ class SqliteVectorIndex:
         missing = [(k, v) for k, v in wanted.items() if k not in meta]
         if missing:
             self._conn.executemany("INSERT INTO meta(key, value) VALUES (?, ?)", missing)
-
-    def _configure_ranking(self) -> None:
-        # FTS5 keeps the rank function in its config table, so that ORDER BY rank
-        # (which it can optimise with LIMIT) uses the column weights.
-        row = self._conn.execute("SELECT v FROM chunks_fts_config WHERE k = 'rank'").fetchone()
-        if row is None or row[0] != _RANK:
-            self._conn.execute(
-                "INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('rank', ?)", (_RANK,)
-            )
 
     def _invalidate(self) -> None:
         self._matrix = None

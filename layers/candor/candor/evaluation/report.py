@@ -48,6 +48,21 @@ def _context(row: Mapping[str, Any]) -> str:
     )
 
 
+def _settings_line(meta: Mapping[str, Any]) -> str:
+    keys = (
+        "fusion",
+        "rrf_k",
+        "keyword_weight",
+        "max_per_source",
+        "widen_passages",
+        "passage_chars",
+        "chunk_chars",
+        "chunk_overlap",
+    )
+    shown = ", ".join(f"{key} {meta[key]}" for key in keys if key in meta)
+    return f"candor's settings: {shown}." if shown else ""
+
+
 def comparisons(retrieval: Mapping[str, Mapping[str, Any]]) -> list[str]:
     """Whether each component beats the simpler strategy, in words."""
     notes: list[str] = []
@@ -64,6 +79,7 @@ def comparisons(retrieval: Mapping[str, Mapping[str, Any]]) -> list[str]:
 
     versus("hybrid", "dense")
     versus("hybrid", "keyword")
+    versus("hybrid", "plain")
     versus("hybrid_rerank", "hybrid")
     return notes
 
@@ -84,6 +100,15 @@ def to_markdown(report: Mapping[str, Any]) -> str:
         "",
         "Answer context: the share of questions whose passages, as the model is shown "
         "them, contain every expected keyword; the ceiling of answer correctness.",
+        "",
+        "plain, plain_dense: the reference a user could build in an afternoon, on the same "
+        "documents: fixed 800/100-character chunks (LangChain's RecursiveCharacterTextSplitter), "
+        "the text alone embedded by the same model, exact dense search and FTS5 fused by "
+        "RRF (k = 60), no per-page cap"
+        + (f" ({meta['plain_chunks']} chunks)." if "plain_chunks" in meta else ".")
+        + " plain_dense: its dense search alone.",
+        "",
+        _settings_line(meta),
         "",
         "| strategy | n | Recall@1 | Recall@5 | Recall@10 | MRR | answer context | "
         "p50 ms | p95 ms |",

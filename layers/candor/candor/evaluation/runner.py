@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from candor import retrieval
+from candor.backends.sqlite_index import SqliteVectorIndex
 from candor.backends.sqlite_state import SqliteStateStore
 from candor.deps import Deps
-from candor.evaluation import agent_metrics, gate_metrics, grading, retrieval_metrics
+from candor.evaluation import agent_metrics, gate_metrics, grading, plain, retrieval_metrics
 from candor.evaluation.agent_metrics import AgentRecord
 from candor.evaluation.corpus import index_name, read_corpus
 from candor.evaluation.instruments import CountingChatModel, RecordingIndex
@@ -28,6 +29,8 @@ from candor.settings import Settings
 from candor.types import Hit
 
 RETRIEVAL_TOP_K = max(retrieval_metrics.KS)
+# The reference every report shows beside candor's own strategies (candor.evaluation.plain).
+REFERENCE_STRATEGIES: tuple[str, ...] = ("plain", "plain_dense")
 # Guards that would refuse or throttle the run are lifted; the cache and the
 # conversation history are off, so every question is measured on its own.
 EVAL_OVERRIDES: dict[str, Any] = {
@@ -79,11 +82,27 @@ def build_index(
             embedder=embedder,
             index=index,
             progress=ticker.update,
+            max_chars=settings.chunk_chars,
+            overlap=settings.chunk_overlap,
             max_bytes=settings.ingest_max_bytes,
         )
     finally:
         ticker.close()
     return index, report
+
+
+def build_plain_index(
+    settings: Settings, embedder: Embedder, documents: Sequence[tuple[str, bytes]], *, bar: bool
+) -> SqliteVectorIndex:
+    """The `plain` reference's index, beside candor's, named by the same documents."""
+    index = plain.open_index(plain.index_path(settings.data_dir, documents, embedder), embedder)
+    todo = plain.missing(index, plain.chunks_of(documents))
+    ticker = show_progress(len(todo), "plain index", "chunk", enabled=bar and bool(todo))
+    try:
+        plain.fill(index, todo, embedder, progress=ticker.update)
+    finally:
+        ticker.close()
+    return index
 
 
 def evaluate_retrieval(
@@ -95,45 +114,60 @@ def evaluate_retrieval(
     reranker: Reranker | None,
     settings: Settings,
     bar: bool,
+    plain_index: SqliteVectorIndex | None = None,
 ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, int | None]]]:
     """Per strategy: the summary, and each question's rank (None: not in the top 10).
 
-    The search uses the settings' candidates, RRF constant and per-page cap; the
-    answer context, its top_k passages cut at passage_chars, as the agent shows them.
+    The search uses the settings' candidates, fusion and per-page cap; the answer
+    context, its top_k passages as the agent shows them (widened when the settings
+    say so, cut at passage_chars). With `plain_index`, the REFERENCE_STRATEGIES
+    follow candor's own, measured the same way on the plain reference's index.
     """
     targets = [q for q in questions if q.expected_sources]
     # The first query loads the vectors into memory; keep that out of the latencies.
     if targets:
-        retrieval.search(
-            targets[0].question,
-            embedder=embedder,
-            index=index,
-            reranker=None,
-            top_k=1,
-            candidates=settings.candidates,
-            strategy="hybrid",
-        )
+        for warm in (index, plain_index):
+            if warm is not None:
+                warm.query(vector=embedder.embed(["warm up"])[0], keywords=None, top_k=1)
+    named = [*strategies, *(REFERENCE_STRATEGIES if plain_index is not None else ())]
     summaries: dict[str, dict[str, Any]] = {}
     ranks: dict[str, dict[str, int | None]] = {}
-    ticker = show_progress(len(targets) * len(strategies), "retrieval", "query", enabled=bar)
+    ticker = show_progress(len(targets) * len(named), "retrieval", "query", enabled=bar)
     try:
-        for strategy in strategies:
+        for strategy in named:
             found: dict[str, int | None] = {}
             latencies: list[float] = []
             context_hits: list[bool] = []
             for question in targets:
                 started = time.perf_counter()
-                hits = retrieval.search(
-                    question.question,
-                    embedder=embedder,
-                    index=index,
-                    reranker=reranker,
-                    top_k=RETRIEVAL_TOP_K,
-                    candidates=max(settings.candidates, RETRIEVAL_TOP_K),
-                    rrf_k=settings.rrf_k,
-                    per_source=settings.max_per_source,
-                    strategy=strategy,
-                )
+                if strategy in REFERENCE_STRATEGIES:
+                    assert plain_index is not None
+                    hits = plain.search(
+                        question.question,
+                        embedder=embedder,
+                        index=plain_index,
+                        top_k=RETRIEVAL_TOP_K,
+                        candidates=max(settings.candidates, RETRIEVAL_TOP_K),
+                        strategy=strategy,
+                    )
+                    shown = hits[: settings.top_k]
+                else:
+                    hits = retrieval.search(
+                        question.question,
+                        embedder=embedder,
+                        index=index,
+                        reranker=reranker,
+                        top_k=RETRIEVAL_TOP_K,
+                        candidates=max(settings.candidates, RETRIEVAL_TOP_K),
+                        rrf_k=settings.rrf_k,
+                        per_source=settings.max_per_source,
+                        strategy=strategy,
+                        fusion=settings.fusion,
+                        keyword_weight=settings.keyword_weight,
+                    )
+                    shown = hits[: settings.top_k]
+                    if settings.widen_passages:
+                        shown = retrieval.widen(shown, index, chars=settings.passage_chars)
                 latencies.append((time.perf_counter() - started) * 1000)
                 found[question.id] = retrieval_metrics.hit_rank(
                     [hit.chunk.source for hit in hits],
@@ -141,12 +175,11 @@ def evaluate_retrieval(
                     all_needed=question.all_sources_needed,
                 )
                 if question.answer_keywords:
-                    shown = "\n".join(
-                        prompts.passage_text(hit, settings.passage_chars)
-                        for hit in hits[: settings.top_k]
-                    )
                     context_hits.append(
-                        retrieval_metrics.has_all_keywords(shown, question.answer_keywords)
+                        retrieval_metrics.has_all_keywords(
+                            prompts.format_passages(shown, settings.passage_chars),
+                            question.answer_keywords,
+                        )
                     )
                 ticker.update(1)
             ranks[strategy] = found
@@ -266,9 +299,11 @@ def run_eval(settings: Settings, options: EvalOptions) -> dict[str, Any]:
     questions = stratified(questions, options.limit)
 
     embedder = build_embedder(settings)
-    settings = prepare_settings(settings, index_name(documents, embedder))
+    chunking = (settings.chunk_chars, settings.chunk_overlap)
+    settings = prepare_settings(settings, index_name(documents, embedder, chunking))
     index, ingested = build_index(settings, embedder, documents, bar=options.progress)
     reranker = build_reranker(settings)
+    plain_index = build_plain_index(settings, embedder, documents, bar=options.progress)
     retrieval_report, ranks = evaluate_retrieval(
         questions,
         measured_strategies(options.strategies, reranker),
@@ -277,6 +312,7 @@ def run_eval(settings: Settings, options: EvalOptions) -> dict[str, Any]:
         reranker=reranker,
         settings=settings,
         bar=options.progress,
+        plain_index=plain_index,
     )
     report: dict[str, Any] = {
         "meta": {
@@ -300,6 +336,15 @@ def run_eval(settings: Settings, options: EvalOptions) -> dict[str, Any]:
             "retrieval_top_k": RETRIEVAL_TOP_K,
             "candidates": max(settings.candidates, RETRIEVAL_TOP_K),
             "max_per_source": settings.max_per_source,
+            "fusion": settings.fusion,
+            "rrf_k": settings.rrf_k,
+            "keyword_weight": settings.keyword_weight,
+            "widen_passages": settings.widen_passages,
+            "passage_chars": settings.passage_chars,
+            "chunk_chars": settings.chunk_chars,
+            "chunk_overlap": settings.chunk_overlap,
+            "plain_index": str(plain_index.path),
+            "plain_chunks": plain_index.count(),
             "reranker": f"{reranker.name} (hybrid_rerank only)" if reranker else None,
         },
         "retrieval": retrieval_report,

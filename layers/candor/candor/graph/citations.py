@@ -13,6 +13,7 @@ import re
 from collections.abc import Sequence
 
 from candor.graph.state import Citation
+from candor.text import content_words
 from candor.types import Hit
 
 SNIPPET_CHARS = 240
@@ -22,25 +23,6 @@ MARKER = re.compile(r"\[(\d{1,2})\]")
 # passage a model marked itself held 0.6-1.0 of them when the answer was taken from
 # it, and other passages 0.0-0.35.
 ATTRIBUTION_THRESHOLD = 0.5
-
-_WORD = re.compile(r"[a-z0-9][a-z0-9_.\-]*[a-z0-9]|[a-z0-9]")
-_STOPWORD_LIST = (
-    "a about after all also an and any are as at be been before being but by can could "
-    "do does done each for from has have how if in into is it its just may might more "
-    "most must no not of on only or other over should so some such than that the their "
-    "them then there these they this those to too under up use used uses using was were "
-    "what when where which while who why will with would yes you your"
-)
-_STOPWORDS = frozenset(_STOPWORD_LIST.split())
-
-
-def content_words(text: str) -> set[str]:
-    """Lower-cased words that carry meaning: not stopwords, and 3+ characters or a number."""
-    return {
-        word
-        for word in _WORD.findall(text.casefold())
-        if word not in _STOPWORDS and (len(word) >= 3 or any(c.isdigit() for c in word))
-    }
 
 
 def cite(text: str, shown: Sequence[Hit]) -> tuple[str, tuple[Citation, ...]]:

@@ -13,9 +13,11 @@ import re
 from candor import retrieval
 from candor.deps import Deps
 from candor.graph import grounding, limits, prompts, smalltalk, support
+from candor.graph.answer_text import AnswerCleaner, clean_answer
 from candor.graph.citations import cite, with_attribution
 from candor.graph.schemas import Grade, Moderation, Rewrite, Triage
 from candor.graph.state import GraphState, Intent, Update
+from candor.settings import Settings
 
 
 async def moderate(state: GraphState, deps: Deps) -> Update:
@@ -106,7 +108,13 @@ async def retrieve(state: GraphState, deps: Deps) -> Update:
         rrf_k=settings.rrf_k,
         per_source=settings.max_per_source,
         strategy="hybrid_rerank" if deps.reranker is not None else "hybrid",
+        fusion=settings.fusion,
+        keyword_weight=settings.keyword_weight,
     )
+    if settings.widen_passages:
+        hits = await asyncio.to_thread(
+            retrieval.widen, hits, deps.index, chars=settings.passage_chars
+        )
     return {
         "passages": tuple(hits),
         "attempts": state.attempts + 1,
@@ -148,6 +156,17 @@ async def rewrite(state: GraphState, deps: Deps) -> Update:
     return {"query": query}
 
 
+def answer_cleaner(state: GraphState, settings: Settings) -> AnswerCleaner | None:
+    """What shapes generate's streamed reply into the answer it keeps, as it streams.
+
+    None when generate writes no answer from passages (small talk keeps the
+    model's text as it is), so there is nothing to clean.
+    """
+    if state.decision == "smalltalk" or not state.answerable:
+        return None
+    return AnswerCleaner(prompts.shown(state.passages), settings.passage_chars)
+
+
 async def generate(state: GraphState, deps: Deps) -> Update:
     """Exactly one behaviour: converse, answer with citations, or decline."""
     settings = deps.settings
@@ -171,11 +190,12 @@ async def generate(state: GraphState, deps: Deps) -> Update:
     reply = await deps.chat.text(
         prompts.answer(text, subject(state)), max_tokens=settings.answer_max_tokens
     )
-    answer, citations = cite(reply.text, shown)
+    # Sentences with citations only: labels, table rows and pasted passages go
+    # (the runner's stream to the visitor goes through the same rules: answer_cleaner).
+    written = clean_answer(reply.text, shown, settings.passage_chars)
+    answer, citations = cite(written, shown)
     if not citations:
-        answer, citations = with_attribution(
-            reply.text, subject(state), shown, settings.passage_chars
-        )
+        answer, citations = with_attribution(written, subject(state), shown, settings.passage_chars)
     if not citations:
         # An answer that no passage accounts for cannot be checked by the reader.
         return decline

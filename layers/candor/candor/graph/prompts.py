@@ -50,6 +50,12 @@ def data(text: str, max_chars: int, *, visitor: bool = False) -> str:
 
     `visitor` text also loses citation markers: only candor numbers passages.
     """
+    text = _defused(text, visitor=visitor)
+    return text if len(text) <= max_chars else text[:max_chars] + CUT
+
+
+def _defused(text: str, *, visitor: bool = False) -> str:
+    """`text` without special tokens or tags that could close a fence (see `data`)."""
     while True:  # removing one token can join the pieces of another: repeat
         stripped = _SPECIAL_TOKEN.sub("", text)
         if stripped == text:
@@ -58,7 +64,7 @@ def data(text: str, max_chars: int, *, visitor: bool = False) -> str:
     text = _FENCE_TAG.sub("‹", text)
     if visitor:
         text = _MARKER.sub(r"(\1)", text)
-    return text if len(text) <= max_chars else text[:max_chars] + CUT
+    return text
 
 
 def _fenced(name: str, text: str) -> str:
@@ -119,11 +125,29 @@ def shown(passages: Sequence[Hit]) -> tuple[Hit, ...]:
     return tuple(passages[:MAX_PASSAGES])
 
 
+def passage_label(hit: Hit) -> str:
+    """A passage's label line: its document title and section path."""
+    chunk = hit.chunk
+    return " - ".join(part for part in (chunk.title, chunk.heading) if part)
+
+
+def shown_text(text: str, max_chars: int) -> str:
+    """A passage's text as the model sees it: `data`, but cut at a word's end.
+
+    A word cut in half ("bisect ru") is what a small model then copies into its
+    answer; the whole word is worth the few characters less.
+    """
+    text = _defused(text)
+    if len(text) <= max_chars:
+        return text
+    cut = text[:max_chars]
+    space = cut.rfind(" ")
+    return (cut[:space] if space >= max_chars // 2 else cut).rstrip() + CUT
+
+
 def passage_text(hit: Hit, max_chars: int) -> str:
     """One passage as the model sees it: its label line, then its text cut at max_chars."""
-    chunk = hit.chunk
-    label = " - ".join(part for part in (chunk.title, chunk.heading) if part)
-    return f"{data(label, LABEL_CHARS)}\n{data(chunk.text, max_chars)}"
+    return f"{data(passage_label(hit), LABEL_CHARS)}\n{shown_text(hit.chunk.text, max_chars)}"
 
 
 def format_passages(passages: Sequence[Hit], max_chars: int) -> str:

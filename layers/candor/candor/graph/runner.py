@@ -1,8 +1,10 @@
 """The runner: executes nodes until END and records a trace step per node.
 
 As it goes it emits events: a StepEvent when each node finishes, and a
-TokenEvent per piece of text generate's model call streams. POST /ask ignores
-them and takes the final state; POST /ask/stream and `candor ask` show them.
+TokenEvent per piece of text generate's model call streams, shaped as it goes
+by the same rules as the answer generate keeps (nodes.answer_cleaner: no pasted
+labels, table rows or passages). POST /ask ignores them and takes the final
+state; POST /ask/stream and `candor ask` show them.
 
 It also holds each run to the limits the budget reserved for (candor.graph.limits):
 a node visited more often than `limits.visits` allows, or a model call that no
@@ -28,6 +30,7 @@ from candor.deadline import Deadline
 from candor.deps import Deps
 from candor.errors import ConfigurationError
 from candor.graph import edges, limits, nodes
+from candor.graph.answer_text import AnswerCleaner
 from candor.graph.state import GraphState, TraceStep, Update
 from candor.ports import (
     ChatModel,
@@ -69,7 +72,7 @@ class StepEvent:
 
 @dataclass(frozen=True, slots=True)
 class TokenEvent:
-    """A piece of the reply as generate's model call streams it.
+    """A piece of the reply as generate's model call streams it, once it is shaped.
 
     The final answer can differ: citation markers are resolved at the end, and an
     answer no passage accounts for becomes a decline.
@@ -135,11 +138,16 @@ class MeteredChatModel:
         self._emit = emit
         self._node = ""
         self._slots: list[limits.CallBound] = []
+        self._shape: AnswerCleaner | None = None
 
-    def begin(self, node: str) -> None:
-        """A visit of `node` starts: it may make the calls its slots allow."""
+    def begin(self, node: str, *, shape: AnswerCleaner | None = None) -> None:
+        """A visit of `node` starts: it may make the calls its slots allow.
+
+        `shape` cleans what the streaming node's text call emits, as it streams.
+        """
         self._node = node
         self._slots = [limits.slot_bound(slot, self._bounds) for slot in limits.NODE_CALLS[node]]
+        self._shape = shape
 
     def _admit(self, what: str, need: limits.CallBound) -> None:
         current = deadlines.current()
@@ -187,12 +195,18 @@ class MeteredChatModel:
                     self.meter.add(piece)
                     reported = True
                 elif self._node == STREAMING_NODE:
-                    self._emit(TokenEvent(piece))
+                    self._show(self._shape.feed(piece) if self._shape else piece)
                 yield piece
+            if self._node == STREAMING_NODE and self._shape:
+                self._show(self._shape.finish())
         except (asyncio.CancelledError, GeneratorExit):
             if not reported:
                 self._interrupted(need)
             raise
+
+    def _show(self, text: str) -> None:
+        if text:
+            self._emit(TokenEvent(text))
 
 
 class MeteredEmbedder:
@@ -303,7 +317,10 @@ async def run(
                     f"the graph reached {current} more than the {allowed[current]} times "
                     "candor.graph.limits.visits allows"
                 )
-            chat.begin(current)
+            shape = (
+                nodes.answer_cleaner(state, deps.settings) if current == STREAMING_NODE else None
+            )
+            chat.begin(current, shape=shape)
             embedder.begin(current)
             started = time.perf_counter()
             update = await NODES[current](state, node_deps)

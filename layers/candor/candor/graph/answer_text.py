@@ -1,0 +1,203 @@
+"""An answer is sentences with citations: what a small model pastes from its prompt goes.
+
+A 1.5B model shown numbered passages often copies their furniture into its answer:
+a passage's label line ("[1] git-gc(1) - CONFIGURATION"), rows of a Markdown
+table, the same sentence twice, the passage text up to where it was cut off
+("... as far as bisect ru"), or a last sentence that the token limit cut off.
+None of that is an answer; a visitor should never see it.
+
+The cleaner reads the answer as it is written and lets text out as soon as it has
+decided on it, so the same rules hold when answer tokens are streamed to a
+visitor: feed it the tokens, send on what each call returns, then what `finish`
+returns. A short line (one that could be a label) and a table row are decided at
+their line break; a longer line goes out one finished sentence at a time.
+Citation markers in text that is dropped are kept, so what they cite stays cited.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from candor.graph.prompts import CUT, passage_label, shown_text
+from candor.types import Hit
+
+_MARKER = re.compile(r"\[\d{1,2}\]")
+_MARKERS = re.compile(r"(?:\s*\[\d{1,2}\])+")
+_LEADING_MARKERS = re.compile(r"\s*(?:\[\d{1,2}\]\s*)+")
+_TABLE_ROW = re.compile(r"^\s*\|.*\||^\s*:?-{3,}:?\s*\||\S\s+\|\s+\S.*\s+\|\s+\S")
+# What may dress a label that a model copies: bullets, emphasis, heading marks, quotes.
+_DRESSING = " \t*_#`>\"'-•:"
+_SEPARATORS = re.compile(r"\s+[-—–>]\s+")
+# A sentence ends at . ! or ? (and any closing quote, bracket or emphasis), then space.
+_SENTENCE_END = re.compile(r"[.!?][\"')\]`*]*(?:\s*\[\d{1,2}\])*(?=\s)")
+_ENDS_WELL = re.compile(r"(?:[.!?:;)\"'`*]|```)$")
+# A copied tail of a cut-off passage: long enough to be no coincidence.
+_TAIL_CHARS = 24
+_MIN_DUPLICATE = 30
+# A line longer than every label by this much is prose.
+_LABEL_SLACK = 12
+# A last line of this many words without an ending was cut off by the token limit.
+_MIN_CUT_WORDS = 4
+
+
+def _plain(text: str) -> str:
+    """Text compared as a label: no markers, no dressing, one kind of separator."""
+    text = _MARKERS.sub(" ", text).strip(_DRESSING).casefold()
+    return " ".join(_SEPARATORS.sub(" - ", text).split())
+
+
+def _markers(text: str) -> str:
+    return "".join(_MARKER.findall(text))
+
+
+class AnswerCleaner:
+    """Feed it an answer's text in pieces; each call returns what is ready to be shown."""
+
+    def __init__(self, passages: Sequence[Hit], shown_chars: int) -> None:
+        self._labels: set[str] = set()
+        self._heads: list[str] = []  # full labels, which a line may start with
+        self._tails: list[str] = []  # the last characters shown of each cut passage
+        for hit in passages:
+            chunk = hit.chunk
+            full = passage_label(hit)
+            self._labels |= {_plain(part) for part in (chunk.title, chunk.heading, full) if part}
+            if full:
+                self._heads.append(full)
+            shown = shown_text(chunk.text, shown_chars)
+            if len(chunk.text) > shown_chars and shown.endswith(CUT):
+                tail = shown.removesuffix(CUT)[-_TAIL_CHARS:]
+                if len(tail) == _TAIL_CHARS:
+                    self._tails.append(tail)
+        self._decide_at = max((len(h) for h in self._heads), default=0) + _LABEL_SLACK
+        self._line = ""  # the current line, as far as it has not gone out
+        self._prose = False  # the current line is prose: its sentences go out as they end
+        self._rest_dropped = False  # the current line pasted a cut-off passage
+        self._breaks = ""  # line breaks held until kept text follows them
+        self._started = False  # some text has gone out
+        self._seen: set[str] = set()
+        self._in_code = False  # inside a ``` block, where lines are kept as written
+        self._cited: set[str] = set()  # markers of the last text let out
+
+    def feed(self, text: str) -> str:
+        self._line += text
+        out: list[str] = []
+        while "\n" in self._line:
+            self._line, rest = self._line.split("\n", 1)
+            out.append(self._flow())
+            out.append(self._end_line())
+            self._line = rest
+        out.append(self._flow())
+        return "".join(out)
+
+    def finish(self) -> str:
+        """What is left: the last line, without a sentence the token limit cut off."""
+        line, self._line = self._line, ""
+        body = _MARKERS.sub("", line).strip()
+        cut_off = (
+            self._started
+            and not self._in_code
+            and not _ENDS_WELL.search(body)
+            and (self._prose or len(body.split()) >= _MIN_CUT_WORDS)
+        )
+        if cut_off:
+            return self._inline(_markers(line))
+        self._line = line
+        return self._end_line()
+
+    # -- deciding ---------------------------------------------------------------------
+
+    def _flow(self) -> str:
+        """Let out the finished sentences of a line that is long enough to be prose."""
+        if not self._prose:
+            body = self._line.lstrip()
+            if self._in_code or body.startswith("`"):
+                return ""  # code, and fences, are decided at their line break
+            if len(body) <= self._decide_at or body.startswith("|"):
+                return ""
+            if _TABLE_ROW.search(self._line):
+                return ""  # a row that runs long: decided at its line break
+            self._prose = True
+            self._line = self._without_head(self._line)
+        out: list[str] = []
+        while (end := _SENTENCE_END.search(self._line)) is not None:
+            sentence, self._line = self._line[: end.end()], self._line[end.end() :]
+            out.append(self._sentence(sentence))
+        return "".join(out)
+
+    def _end_line(self) -> str:
+        line, self._line = self._line, ""
+        prose, self._prose = self._prose, False
+        dropped, self._rest_dropped = self._rest_dropped, False
+        if line.lstrip().startswith("```") or self._in_code:
+            if line.lstrip().startswith("```"):
+                self._in_code = not self._in_code
+            out = self._out(line)
+        elif dropped:
+            out = self._inline(_markers(line))
+        elif prose:
+            out = self._sentence(line) if line.strip() else ""
+        elif not line.strip():
+            out = ""
+        elif _TABLE_ROW.search(line) or _plain(line) in self._labels or not _plain(line):
+            out = self._inline(_markers(line))
+        else:
+            out = self._sentence(self._without_head(line))
+        if self._started:
+            self._breaks += "\n"
+        return out
+
+    def _sentence(self, text: str) -> str:
+        """One finished sentence (or short line) of the answer: let out, or dropped."""
+        if self._rest_dropped:
+            return self._inline(_markers(text))
+        for tail in self._tails:
+            if tail in text:
+                self._rest_dropped = True  # the passage goes on pasting to its cut
+                return self._inline(_markers(text))
+        key = _plain(text)
+        if not key or key in self._labels:
+            return self._inline(_markers(text))
+        if len(key) >= _MIN_DUPLICATE:
+            if key in self._seen:
+                return self._inline(_markers(text))
+            self._seen.add(key)
+        return self._out(text)
+
+    def _without_head(self, line: str) -> str:
+        """The line without a passage label it opens with ("[1] title - heading ...")."""
+        lead = _LEADING_MARKERS.match(line)
+        start = lead.end() if lead else 0
+        body = line[start:].lstrip()
+        for head in self._heads:
+            if body.startswith(head):
+                rest = body[len(head) :].lstrip(" :-—–")
+                markers = _markers(line[:start])
+                return f"{markers} {rest}" if markers and rest else rest or markers
+        return line
+
+    # -- letting text out -------------------------------------------------------------
+
+    def _out(self, text: str) -> str:
+        self._cited = set(_MARKER.findall(text))
+        if not self._started:
+            self._started = True
+            return text.lstrip()
+        breaks, self._breaks = self._breaks[:2], ""
+        if breaks:
+            return breaks + text.lstrip(" ")
+        return text
+
+    def _inline(self, markers: str) -> str:
+        """Markers of dropped text, after the text already let out (none before any)."""
+        fresh = [m for m in _MARKER.findall(markers) if m not in self._cited]
+        if not fresh or not self._started:
+            return ""
+        self._cited |= set(fresh)
+        return " " + "".join(fresh)
+
+
+def clean_answer(text: str, passages: Sequence[Hit], shown_chars: int) -> str:
+    """The whole answer through an AnswerCleaner at once."""
+    cleaner = AnswerCleaner(passages, shown_chars)
+    return (cleaner.feed(text) + cleaner.finish()).strip()

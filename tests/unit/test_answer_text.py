@@ -1,0 +1,151 @@
+"""An answer is sentences with citations: labels, table rows and pasted passages go."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from candor import service
+from candor.graph import prompts
+from candor.graph.answer_text import AnswerCleaner, clean_answer
+from candor.types import Chunk, Hit
+from tests.conftest import MakeDeps
+from tests.support.fakes import ScriptedChatModel
+
+pytestmark = pytest.mark.unit
+
+LONG = (
+    "git bisect run treats exit code 125 as a commit that cannot be tested. Other exit "
+    "codes between 1 and 127 mark the commit bad, as far as bisect run is concerned, "
+    "and 0 marks it good."
+)
+PASSAGES = [
+    Hit(Chunk("a-0", "gc.auto defaults to 6700.", "git-gc.html", "git-gc(1)", "CONFIGURATION"), 0),
+    Hit(Chunk("b-0", LONG, "git-bisect.html", "git-bisect(1)", "OPTIONS > run"), 0),
+    Hit(
+        Chunk(
+            "c-0",
+            "| CANDOR_TOP_K | 3 | passages shown |",
+            "configuration.md",
+            "Configuration",
+            "Retrieval",
+        ),
+        0,
+    ),
+]
+SHOWN = LONG.index(" run is") + 3  # cuts the bisect passage in the middle of "run"
+
+
+def clean(text: str) -> str:
+    return clean_answer(text, PASSAGES, SHOWN)
+
+
+def test_a_pasted_label_line_is_dropped_and_its_markers_kept() -> None:
+    answer = "The default of gc.auto is 6700.\n\n[1] git-gc(1) - CONFIGURATION\n"
+    assert clean(answer) == "The default of gc.auto is 6700. [1]"
+
+
+def test_a_line_opening_with_a_label_keeps_only_its_sentence() -> None:
+    answer = "[1] git-gc(1) - CONFIGURATION gc.auto defaults to 6700 loose objects."
+    assert clean(answer) == "[1] gc.auto defaults to 6700 loose objects."
+
+
+def test_a_title_alone_on_a_line_is_dropped() -> None:
+    answer = "Exit code 125 skips the commit [2].\n\n**git-bisect(1)**"
+    assert clean(answer) == "Exit code 125 skips the commit [2]."
+
+
+def test_table_rows_are_dropped() -> None:
+    answer = (
+        "Set CANDOR_TOP_K to change how many passages are shown [3].\n"
+        "| variable | default |\n|---|---|\n| CANDOR_TOP_K | 3 |\n"
+        "CANDOR_TOP_K | 3 | passages shown"
+    )
+    assert clean(answer) == "Set CANDOR_TOP_K to change how many passages are shown [3]."
+
+
+def test_passage_text_pasted_up_to_where_it_was_cut_is_dropped() -> None:
+    answer = (
+        "Exit code 125 marks a commit that cannot be tested [2]. Other exit codes between "
+        "1 and 127 mark the commit bad, as far as bisect [2]."
+    )
+    assert clean(answer) == "Exit code 125 marks a commit that cannot be tested [2]."
+
+
+def test_a_sentence_written_twice_appears_once() -> None:
+    sentence = "Setting gc.auto to 0 disables automatic packing entirely."
+    assert clean(f"{sentence} [1]\n\n{sentence}\n") == f"{sentence} [1]"
+
+
+def test_a_last_sentence_cut_off_by_the_token_limit_is_dropped() -> None:
+    answer = "gc.auto defaults to 6700 [1]. Setting it to 0 disables automatic packing, which"
+    assert clean(answer) == "gc.auto defaults to 6700 [1]."
+
+
+def test_markers_alone_on_a_line_join_the_sentence_before_them() -> None:
+    assert clean("gc.auto defaults to 6700.\n\n[1][2]") == "gc.auto defaults to 6700. [1][2]"
+
+
+def test_code_blocks_are_kept_as_written() -> None:
+    answer = "Run this [2]:\n\n```sh\n$ git bisect run make test\n| not a table |\n```"
+    assert clean(answer) == answer
+
+
+def test_an_ordinary_answer_is_left_as_it_is() -> None:
+    answer = (
+        "gc.auto defaults to 6700 [1]. Exit code 125 tells bisect run to skip a commit [2].\n\n"
+        "Both are documented on their own pages."
+    )
+    assert clean(answer) == answer
+
+
+@pytest.mark.parametrize("size", [1, 2, 5, 17])
+def test_streamed_in_pieces_the_answer_comes_out_the_same(size: int) -> None:
+    # Given an answer with every kind of furniture, fed as tokens would arrive
+    answer = (
+        "[1] git-gc(1) - CONFIGURATION gc.auto defaults to 6700 [1].\n\n"
+        "| CANDOR_TOP_K | 3 |\n[2]\nOther exit codes between 1 and 127 mark the commit "
+        "bad, as far as bisect run.\nExit code 125 skips the commit [2]. And then the"
+    )
+    cleaner = AnswerCleaner(PASSAGES, SHOWN)
+    pieces = [cleaner.feed(answer[i : i + size]) for i in range(0, len(answer), size)]
+    streamed = "".join(pieces) + cleaner.finish()
+
+    # Then what goes out piece by piece is what the whole answer cleans to
+    assert streamed.strip() == clean(answer)
+    assert "CONFIGURATION" not in streamed and "|" not in streamed
+    assert "bisect run." not in streamed and "And then" not in streamed
+
+
+def test_a_long_sentence_goes_out_before_the_answer_ends() -> None:
+    cleaner = AnswerCleaner(PASSAGES, SHOWN)
+    first = cleaner.feed("gc.auto defaults to 6700 loose objects in the repository [1]. Then")
+    assert first == "gc.auto defaults to 6700 loose objects in the repository [1]."
+
+
+def test_the_agent_never_shows_a_pasted_label(make_deps: MakeDeps) -> None:
+    # Given a model that answers, then pastes the passage's label line
+    chat = ScriptedChatModel(
+        {
+            "Triage": [{"abusive": False, "kind": "question"}],
+            "Grade": [{"answerable": True}],
+            "text": [
+                "It refuses to overwrite work you have not seen [1].\n\n"
+                "[1] git-push(1) - OPTIONS > --force-with-lease"
+            ],
+        }
+    )
+    result = asyncio.run(service.ask(make_deps(chat), "What does --force-with-lease do?"))
+
+    # Then the answer is the sentence with its citation, and nothing else
+    assert result.decision == "answered"
+    assert result.answer == "It refuses to overwrite work you have not seen [1]."
+    assert [c.source for c in result.citations] == ["git-push.html"]
+
+
+def test_the_model_is_shown_whole_words_where_a_passage_is_cut() -> None:
+    # A word cut in half ("bisect ru") is what a small model copies into its answer
+    shown = prompts.passage_text(PASSAGES[1], SHOWN)
+    assert shown.endswith("as far as bisect ...")
+    assert shown.startswith("git-bisect(1) - OPTIONS > run\n")
