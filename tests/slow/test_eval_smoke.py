@@ -10,15 +10,12 @@ left out; each question that lists it also lists the command's own page.
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 from pathlib import Path
 
 import pytest
 
-from candor.cli import main
-from tests.conftest import clear_candor_env
+from tests.support.eval_smoke import smoke_report
 
 pytestmark = pytest.mark.slow
 
@@ -45,32 +42,18 @@ def corpus_dir() -> Path:
 
 
 def test_hybrid_recall_at_5_on_exact_identifier_questions(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    corpus = corpus_dir()
-    rows = [json.loads(line) for line in QUESTIONS.read_text().splitlines() if line.strip()]
-    rows = [row for row in rows if row["id"] in IDS]
-    assert len(rows) == len(IDS)
-    for row in rows:
-        row["expected_sources"] = [s for s in row["expected_sources"] if s not in LEFT_OUT]
-    needed = {source for row in rows for source in row["expected_sources"]}
-    others = sorted(p.name for p in corpus.glob("*.html") if p.name not in needed | LEFT_OUT)
-    distractors = others[:: max(1, len(others) // DISTRACTORS)][:DISTRACTORS]
-    pages = tmp_path / "pages"
-    pages.mkdir()
-    for name in sorted(needed) + distractors:
-        shutil.copy(corpus / name, pages / name)
-    questions = tmp_path / "questions.jsonl"
-    questions.write_text("".join(json.dumps(row) + "\n" for row in rows))
-
-    clear_candor_env(monkeypatch)
-    monkeypatch.setenv("CANDOR_DATA_DIR", str(ROOT / ".candor" / "test-eval"))
-    out = tmp_path / "out"
-    argv = ["eval", "--corpus", str(pages), "--questions", str(questions), "--out", str(out)]
-    code = main([*argv, "--retrieval-only", "--strategies", "keyword,hybrid"])
-
-    assert code == 0, capsys.readouterr().err
-    report = json.loads((out / "report.json").read_text())
+    report = smoke_report(
+        corpus_dir(),
+        QUESTIONS,
+        IDS,
+        strategies="keyword,hybrid",
+        left_out=LEFT_OUT,
+        distractors=DISTRACTORS,
+        tmp_path=tmp_path,
+        monkeypatch=monkeypatch,
+    )
     hybrid = report["retrieval"]["hybrid"]
     assert hybrid["n"] == len(IDS)
     assert hybrid["recall@5"] >= MIN_HYBRID_RECALL_AT_5, report["retrieval_ranks"]
