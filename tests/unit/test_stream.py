@@ -402,5 +402,8 @@ def test_hanging_up_during_a_slow_step_makes_no_further_model_call(make_deps: Ma
 
     spent = asyncio.run(main())
 
-    assert chat.kinds() == ["Triage", "Grade"]  # no answer was generated
+    # No answer was generated. Whether the grade had begun when the hang-up arrived
+    # depends on the scheduler (a loaded machine delivers it first): either way the
+    # run stops there.
+    assert chat.kinds() in (["Triage"], ["Triage", "Grade"])
     assert spent < hold
