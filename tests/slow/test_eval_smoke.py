@@ -10,12 +10,11 @@ left out; each question that lists it also lists the command's own page.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-from tests.support.eval_smoke import smoke_report
+from tests.support.eval_smoke import corpus_from_env, smoke_report
 
 pytestmark = pytest.mark.slow
 
@@ -30,15 +29,12 @@ MIN_HYBRID_RECALL_AT_5 = 0.85
 
 
 def corpus_dir() -> Path:
-    configured = os.environ.get("CANDOR_TEST_CORPUS")
-    if not configured:
-        pytest.skip("CANDOR_TEST_CORPUS is not set; `make test` sets it (`make corpus`)")
-    folder = Path(configured)
-    if not folder.is_absolute():
-        folder = ROOT / folder
-    if not (folder / "git-push.html").is_file():
-        pytest.fail(f"CANDOR_TEST_CORPUS={configured} holds no Git pages; run `make corpus`")
-    return folder
+    return corpus_from_env(
+        "CANDOR_TEST_CORPUS",
+        "git-push.html",
+        what="Git pages; run `make corpus`",
+        hint=" (`make corpus`)",
+    )
 
 
 def test_hybrid_recall_at_5_on_exact_identifier_questions(

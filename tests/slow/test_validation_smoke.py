@@ -10,12 +10,11 @@ the index in .candor/test-eval is reused from the second run on.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-from tests.support.eval_smoke import smoke_report
+from tests.support.eval_smoke import corpus_from_env, smoke_report
 
 pytestmark = pytest.mark.slow
 
@@ -29,15 +28,9 @@ MIN_HYBRID_RECALL_AT_5 = 0.85
 
 
 def corpus_dir() -> Path:
-    configured = os.environ.get("CANDOR_TEST_VALIDATION_CORPUS")
-    if not configured:
-        pytest.skip("CANDOR_TEST_VALIDATION_CORPUS is not set; `make test` sets it")
-    folder = Path(configured)
-    if not folder.is_absolute():
-        folder = ROOT / folder
-    if not (folder / "cli.html").is_file():
-        pytest.fail(f"CANDOR_TEST_VALIDATION_CORPUS={configured} holds no SQLite pages")
-    return folder
+    return corpus_from_env(
+        "CANDOR_TEST_VALIDATION_CORPUS", "cli.html", what="SQLite pages", hint=""
+    )
 
 
 def test_validation_identifier_questions_are_found_and_pass_the_grounding_gate(

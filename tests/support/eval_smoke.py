@@ -5,6 +5,7 @@ distractor pages, indexed into .candor/test-eval so that the second run reuses i
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Collection
 from pathlib import Path
@@ -16,6 +17,20 @@ from candor.cli import main
 from tests.conftest import clear_candor_env
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def corpus_from_env(variable: str, page: str, *, what: str, hint: str) -> Path:
+    """The corpus folder the environment names (relative to the repository), skipping
+    the test when it is unset and failing it when the folder lacks `page`."""
+    configured = os.environ.get(variable)
+    if not configured:
+        pytest.skip(f"{variable} is not set; `make test` sets it{hint}")
+    folder = Path(configured)
+    if not folder.is_absolute():
+        folder = ROOT / folder
+    if not (folder / page).is_file():
+        pytest.fail(f"{variable}={configured} holds no {what}")
+    return folder
 
 
 def smoke_report(
