@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from candor.backends.hashing_embedder import HashingEmbedder
 from candor.backends.sqlite_index import SqliteVectorIndex
 from candor.evaluation import gate_metrics
 from candor.evaluation.questions import Question
+from candor.ingest.chunking import chunk_document
+from candor.ingest.loaders import Document, Section
 from candor.settings import Settings
 
 pytestmark = pytest.mark.unit
@@ -84,3 +88,31 @@ def test_the_answer_context_is_measured_on_the_passages_the_gate_leaves(
     (record,) = measure(index, settings, TWO_NAMES, top_k=3)
     assert record.added == ()
     assert record.context_before is True and record.context_after is True
+
+
+def test_the_gate_is_measured_on_the_passages_the_graph_shows_with_small_to_big_on(
+    tmp_path: Path, settings: Settings
+) -> None:
+    # Given one long section cut into small passages, and small-to-big switched on,
+    # which shows the graph the matched passage with its neighbours
+    sentences = [f"Sentence {n} of the long option says something new." for n in range(12)]
+    doc = Document("push.html", "git-push(1)", [Section("--force", " ".join(sentences), 2)])
+    chunks = chunk_document(doc, max_chars=200, overlap=60)
+    embedder = HashingEmbedder()
+    widened = settings.model_copy(update={"widen_passages": True, "max_per_source": 0})
+    question = Question(
+        "q-wide",
+        "What does sentence 5 say?",
+        "factual",
+        expected_sources=("push.html",),
+        answer_keywords=("Sentence 5", "Sentence 8"),
+    )
+    with SqliteVectorIndex(tmp_path / "i.sqlite3", embedder.dimensions) as index:
+        index.upsert(chunks, embedder.embed([c.text for c in chunks]))
+        # (the matched passage alone does not hold both sentences)
+        (alone,) = measure(index, settings, question, top_k=1)
+        (record,) = measure(index, widened, question, top_k=1)
+
+    # Then the gate sees what the graph would: the neighbours hold the second sentence
+    assert alone.context_before is False
+    assert record.context_before is True

@@ -14,6 +14,7 @@ from typing import Literal
 
 from candor.ingest.chunking import chunk_id, doc_prefix
 from candor.ports import Embedder, Reranker, VectorIndex
+from candor.settings import Settings
 from candor.types import Chunk, Hit, Metadata, Rankings
 
 Strategy = str  # "dense" | "keyword" | "hybrid" | "hybrid_rerank"
@@ -147,6 +148,36 @@ _REACH = 4
 # a few words, so that a chance match of a character or two is not taken for one.
 _MAX_OVERLAP = 300
 _MIN_OVERLAP = 12
+
+
+def configured_search(
+    query: str,
+    settings: Settings,
+    *,
+    embedder: Embedder,
+    index: VectorIndex,
+    reranker: Reranker | None,
+    top_k: int,
+) -> list[Hit]:
+    """The passages the graph's retrieve step shows for `query` under `settings`: the
+    fusion, caps and small-to-big they name, reranked when a reranker is given. The
+    graph and the evaluation's gate measurement both call it, so they cannot differ."""
+    hits = search(
+        query,
+        embedder=embedder,
+        index=index,
+        reranker=reranker,
+        top_k=top_k,
+        candidates=settings.candidates,
+        rrf_k=settings.rrf_k,
+        per_source=settings.max_per_source,
+        strategy="hybrid_rerank" if reranker is not None else "hybrid",
+        fusion=settings.fusion,
+        keyword_weight=settings.keyword_weight,
+    )
+    if settings.widen_passages:
+        hits = widen(hits, index, chars=settings.passage_chars)
+    return hits
 
 
 def widen(hits: Sequence[Hit], index: VectorIndex, *, chars: int) -> list[Hit]:

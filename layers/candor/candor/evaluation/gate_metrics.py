@@ -88,16 +88,13 @@ def evaluate_gate(
     """The gate's first grade for each question, as the graph would make it."""
     records: list[GateRecord] = []
     for question in questions:
-        hits = retrieval.search(
+        hits = retrieval.configured_search(
             question.question[: limits.QUERY_CHARS],
+            settings,
             embedder=embedder,
             index=index,
             reranker=reranker,
             top_k=settings.top_k,
-            candidates=settings.candidates,
-            rrf_k=settings.rrf_k,
-            per_source=settings.max_per_source,
-            strategy="hybrid_rerank" if reranker is not None else "hybrid",
         )
         check, passages = asyncio.run(
             grounding.check(

@@ -98,23 +98,14 @@ async def route(state: GraphState, deps: Deps) -> Update:
 async def retrieve(state: GraphState, deps: Deps) -> Update:
     settings = deps.settings
     hits = await asyncio.to_thread(
-        retrieval.search,
+        retrieval.configured_search,
         state.query[: limits.QUERY_CHARS],  # what the budget reserved for
+        settings,
         embedder=deps.embedder,
         index=deps.index,
         reranker=deps.reranker,
         top_k=state.top_k,
-        candidates=settings.candidates,
-        rrf_k=settings.rrf_k,
-        per_source=settings.max_per_source,
-        strategy="hybrid_rerank" if deps.reranker is not None else "hybrid",
-        fusion=settings.fusion,
-        keyword_weight=settings.keyword_weight,
     )
-    if settings.widen_passages:
-        hits = await asyncio.to_thread(
-            retrieval.widen, hits, deps.index, chars=settings.passage_chars
-        )
     return {
         "passages": tuple(hits),
         "attempts": state.attempts + 1,
