@@ -36,7 +36,7 @@ from candor.types import Chunk
 from tests.conftest import clear_candor_env
 from tests.support import browser as chromium
 from tests.support import local_models
-from tests.support.fakes import ScriptedChatModel, Stall
+from tests.support.fakes import OneInstantRateLimits, ScriptedChatModel, Stall
 from tests.support.widget_server import (
     bound_socket,
     candor_server,
@@ -121,6 +121,7 @@ def start(settings: Settings) -> Iterator[StartStack]:
             script: dict[str, list[Any]],
             *,
             chunks: Callable[[str], list[Chunk]] = lambda site: [push_page(site)],
+            state_type: type[SqliteStateStore] = SqliteStateStore,
             **overrides: Any,
         ) -> Stack:
             api_sock, site_sock, stranger_sock = bound_socket(), bound_socket(), bound_socket()
@@ -133,7 +134,7 @@ def start(settings: Settings) -> Iterator[StartStack]:
             running.callback(index.close)
             passages = chunks(site)
             index.upsert(passages, embedder.embed([c.text for c in passages]))
-            state = SqliteStateStore(configured.state_path)
+            state = state_type(configured.state_path)
             running.callback(state.close)
             chat = ScriptedChatModel(script)
             deps = Deps(configured, chat, embedder, index, None, state)
@@ -352,7 +353,12 @@ def test_a_warning_then_an_ended_session_that_stays_ended_after_a_reload(
 
 
 def test_a_rate_limit_says_when_to_try_again(page: Page, start: StartStack) -> None:
-    stack = start(answered_chat(), rate_session_limit=1, rate_session_window_seconds=60)
+    stack = start(
+        answered_chat(),
+        state_type=OneInstantRateLimits,
+        rate_session_limit=1,
+        rate_session_window_seconds=60,
+    )
     widget = Widget(page, stack)
     widget.open()
     widget.ask("What does --force-with-lease do?")

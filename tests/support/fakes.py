@@ -11,8 +11,9 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from candor.backends.sqlite_state import SqliteStateStore
 from candor.errors import ModelError
-from candor.ports import Structured, Text, TextPiece, read_text
+from candor.ports import RateDecision, Structured, Text, TextPiece, read_text
 from candor.types import Message, Usage
 
 M = TypeVar("M", bound=BaseModel)
@@ -116,3 +117,24 @@ async def _after_stall(item: Any) -> Any:
 
 def model_failure(reason: str = "the model timed out") -> ModelError:
     return ModelError(reason)
+
+
+class OneInstantRateLimits(SqliteStateStore):
+    """The SQLite state store with every rate-limit hit counted at the first hit's time.
+
+    Rate windows are fixed and aligned to the epoch, so two requests a few seconds
+    apart fall in different windows whenever a window's edge passes between them,
+    and the second is allowed. A test about what a refusal looks like pins the
+    clock here instead; the windows themselves are tested in the state contract.
+    """
+
+    _first_hit: float | None = None
+
+    def hit_rate_limit(
+        self, key: str, *, window_seconds: int, limit: int, now: float
+    ) -> RateDecision:
+        if self._first_hit is None:
+            self._first_hit = now
+        return super().hit_rate_limit(
+            key, window_seconds=window_seconds, limit=limit, now=self._first_hit
+        )
