@@ -81,3 +81,18 @@ def test_a_name_no_cited_passage_holds_is_unsupported_even_if_another_passage_ha
     result = verified("Use git commit --amend [1].", [GC], question="How do I pack objects?")
     assert result.check.declined
     assert result.check.unsupported == ("--amend",)
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "The passage in <passage 1> states that 0 disables gc.auto [1].",
+        "Passage 1 says that 0 disables gc.auto [1].",
+        "As passages 1 and 2 say, 0 disables gc.auto [1].",
+    ],
+)
+def test_a_passage_named_by_its_number_is_not_an_unsupported_number(sentence: str) -> None:
+    # The small model refers to what it was shown by the passage's number; that
+    # number is candor's, not a value the answer states.
+    assert "1" not in specifics(sentence) and "2" not in specifics(sentence)
+    assert verified(sentence, [GC]).check.verdict == "supported"

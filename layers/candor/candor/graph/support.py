@@ -30,12 +30,18 @@ _TRAILING_MARKERS = re.compile(r"(?<=[.!?])((?:[ \t]*\[\d{1,2}\])+)\s*$")
 # A number standing on its own: not part of an identifier (HEAD~1, sha256, x86_64),
 # an option (-n5) or a citation marker.
 _NUMBER = re.compile(r"(?<![\w.~^@{\-\[])\d+(?:[.,:]\d+)*(?![\w\]]|[.,:]\d)")
+# The model naming a passage by its number ("<passage 2>", "passages 1 and 3"):
+# the number is candor's, not a value the answer states.
+_PASSAGE_REFERENCE = re.compile(
+    r"</?\s*passages?\s+\d{1,2}\s*>|\bpassages?\s+\d{1,2}(?:(?:\s*,\s*|\s+(?:and|or)\s+)\d{1,2})*\b",
+    re.IGNORECASE,
+)
 _QUOTED = re.compile(r"\"([^\"\n]{1,60})\"|“([^”\n]{1,60})”|(?<!\w)'([^'\n]{1,60})'(?!\w)")
 
 
 def specifics(sentence: str) -> list[str]:
     """The numbers, quoted values and code-like names a sentence states, each once."""
-    text = MARKER.sub(" ", sentence)
+    text = _PASSAGE_REFERENCE.sub(" ", MARKER.sub(" ", sentence))
     found = [m.group(0) for m in _NUMBER.finditer(text)]
     for match in _QUOTED.finditer(text):
         value = next(g for g in match.groups() if g is not None).strip(" .,;:")
