@@ -73,6 +73,15 @@ def test_passage_text_pasted_up_to_where_it_was_cut_is_dropped() -> None:
     assert clean(answer) == "Exit code 125 marks a commit that cannot be tested [2]."
 
 
+def test_a_sentence_copied_from_candors_own_instruction_is_dropped() -> None:
+    # Seen on the dev set (git-008, 2026-12-01): the grade's rule, pasted as prose.
+    answer = (
+        "gc.auto defaults to 6700 [1]. The question names something (a command, option, "
+        "setting, version, service) that the passages never mention, answerable is false."
+    )
+    assert clean(answer) == "gc.auto defaults to 6700 [1]."
+
+
 def test_a_sentence_written_twice_appears_once() -> None:
     sentence = "Setting gc.auto to 0 disables automatic packing entirely."
     assert clean(f"{sentence} [1]\n\n{sentence}\n") == f"{sentence} [1]"

@@ -2,8 +2,9 @@
 
 A 1.5B model shown numbered passages often copies their furniture into its answer:
 a passage's label line ("[1] git-gc(1) - CONFIGURATION"), rows of a Markdown
-table, the same sentence twice, the passage text up to where it was cut off
-("... as far as bisect ru"), or a last sentence that the token limit cut off.
+table, the same sentence twice, a sentence of candor's own instruction, the passage
+text up to where it was cut off ("... as far as bisect ru"), or a last sentence that
+the token limit cut off.
 None of that is an answer; a visitor should never see it.
 
 The cleaner reads the answer as it is written and lets text out as soon as it has
@@ -19,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from candor.graph import prompts
 from candor.graph.prompts import CUT, passage_label, shown_text
 from candor.types import Hit
 
@@ -45,6 +47,10 @@ def _plain(text: str) -> str:
     """Text compared as a label: no markers, no dressing, one kind of separator."""
     text = _MARKERS.sub(" ", text).strip(_DRESSING).casefold()
     return " ".join(_SEPARATORS.sub(" - ", text).split())
+
+
+# candor's own instructions, which the model sometimes pastes back as a sentence.
+_INSTRUCTIONS = _plain(" ".join((prompts.PASSAGES_SYSTEM, prompts.GRADE_TASK, prompts.ANSWER_TASK)))
 
 
 def _markers(text: str) -> str:
@@ -159,7 +165,7 @@ class AnswerCleaner:
         if not key or key in self._labels:
             return self._inline(_markers(text))
         if len(key) >= _MIN_DUPLICATE:
-            if key in self._seen:
+            if key in self._seen or key in _INSTRUCTIONS:
                 return self._inline(_markers(text))
             self._seen.add(key)
         return self._out(text)
