@@ -48,7 +48,26 @@ def test_a_pasted_label_line_is_dropped_and_its_markers_kept() -> None:
 
 def test_a_line_opening_with_a_label_keeps_only_its_sentence() -> None:
     answer = "[1] git-gc(1) - CONFIGURATION gc.auto defaults to 6700 loose objects."
-    assert clean(answer) == "[1] gc.auto defaults to 6700 loose objects."
+    assert clean(answer) == "gc.auto defaults to 6700 loose objects. [1]"
+
+
+@pytest.mark.parametrize(
+    ("answer", "cleaned"),
+    [
+        ("[1] gc.auto defaults to 6700.", "gc.auto defaults to 6700. [1]"),
+        (
+            "[1] Exit code 125 skips the commit.\n[2][3] Other codes mark it bad.",
+            "Exit code 125 skips the commit. [1]\nOther codes mark it bad. [2][3]",
+        ),
+        ("[2] Exit code 125 skips the commit [2].", "Exit code 125 skips the commit [2]."),
+        ("[1] gc.auto defaults to 6700. [2]", "gc.auto defaults to 6700. [1][2]"),
+        ("[1] It packs:\n- loose objects\n", "It packs: [1]\n- loose objects"),
+    ],
+)
+def test_markers_that_open_a_sentence_follow_it(answer: str, cleaned: str) -> None:
+    # The model, told to cite after each sentence, often cites before it (9 of 26
+    # dev answers, 2026-12-01); a visitor reads the citation where it belongs.
+    assert clean(answer) == cleaned
 
 
 def test_a_title_alone_on_a_line_is_dropped() -> None:

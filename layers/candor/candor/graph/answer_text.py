@@ -27,6 +27,7 @@ from candor.types import Hit
 _MARKER = re.compile(r"\[\d{1,2}\]")
 _MARKERS = re.compile(r"(?:\s*\[\d{1,2}\])+")
 _LEADING_MARKERS = re.compile(r"\s*(?:\[\d{1,2}\]\s*)+")
+_TRAILING_MARKERS = re.compile(r"\s*(?:\[\d{1,2}\]\s*)*\[\d{1,2}\]$")
 _TABLE_ROW = re.compile(r"^\s*\|.*\||^\s*:?-{3,}:?\s*\||\S\s+\|\s+\S.*\s+\|\s+\S")
 # What may dress a label that a model copies: bullets, emphasis, heading marks, quotes.
 _DRESSING = " \t*_#`>\"'-•:"
@@ -55,6 +56,31 @@ _INSTRUCTIONS = _plain(" ".join((prompts.PASSAGES_SYSTEM, prompts.GRADE_TASK, pr
 
 def _markers(text: str) -> str:
     return "".join(_MARKER.findall(text))
+
+
+def _cited_after(sentence: str) -> str:
+    """A sentence that opens with citation markers, with them after it instead.
+
+    Told to cite after each sentence, the model often cites before it, at the start
+    of a line ("[1] The exit codes are ..."). Markers within a line already follow
+    the sentence before them, so only a line's first sentence can open with some.
+    """
+    lead = _LEADING_MARKERS.match(sentence)
+    if lead is None or lead.end() == len(sentence):
+        return sentence
+    spaces = sentence[: len(sentence) - len(sentence.lstrip())]
+    body = sentence[lead.end() :].rstrip()
+    after = sentence[lead.end() + len(body) :]
+    present = set(_MARKER.findall(body))
+    moved = "".join(m for m in _MARKER.findall(lead.group(0)) if m not in present)
+    if not moved:
+        return spaces + body + after
+    trailing = _TRAILING_MARKERS.search(body)
+    if trailing is None:
+        return f"{spaces}{body} {moved}{after}"
+    # Before the markers the sentence already ends with, in the order they were written.
+    start = trailing.start() + len(trailing.group(0)) - len(trailing.group(0).lstrip())
+    return f"{spaces}{body[:start]}{moved}{body[start:]}{after}"
 
 
 class AnswerCleaner:
@@ -168,7 +194,7 @@ class AnswerCleaner:
             if key in self._seen or key in _INSTRUCTIONS:
                 return self._inline(_markers(text))
             self._seen.add(key)
-        return self._out(text)
+        return self._out(_cited_after(text))
 
     def _without_head(self, line: str) -> str:
         """The line without a passage label it opens with ("[1] title - heading ...")."""
