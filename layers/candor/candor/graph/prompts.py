@@ -173,15 +173,7 @@ PASSAGES_SYSTEM = (
 )
 
 GRADE_TASK = "Task: GRADE. Can the question be answered from the passages above?"
-# The whole answer instruction is repeated here, last, where the small local model
-# follows it: with only a short task line it pasted passages, their labels and
-# fence tags into its answers (dev set, 2026-12-01).
-ANSWER_TASK = (
-    "Task: ANSWER the question in 2 to 4 sentences of your own, using only the passages "
-    "above. After each sentence, cite the numbers of the passages it comes from in square "
-    "brackets, like [1] or [2][3]. Keep exact names of commands, options and values as "
-    "written in the passages. Do not copy a passage's title, heading or tags."
-)
+ANSWER_TASK = "Task: ANSWER the question from the passages above, citing them like [1]."
 
 
 def _with_passages(passages_text: str, question: str, task: str) -> list[Message]:
