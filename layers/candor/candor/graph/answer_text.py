@@ -20,14 +20,20 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from candor.graph import prompts
-from candor.graph.prompts import CUT, passage_label, shown_text
+from candor.graph.prompts import (
+    ANSWER_TASK,
+    CUT,
+    GRADE_TASK,
+    PASSAGES_SYSTEM,
+    passage_label,
+    shown_text,
+)
 from candor.types import Hit
 
 _MARKER = re.compile(r"\[\d{1,2}\]")
 _MARKERS = re.compile(r"(?:\s*\[\d{1,2}\])+")
 _LEADING_MARKERS = re.compile(r"\s*(?:\[\d{1,2}\]\s*)+")
-_TRAILING_MARKERS = re.compile(r"\s*(?:\[\d{1,2}\]\s*)*\[\d{1,2}\]$")
+_TRAILING_MARKERS = re.compile(r"(?:\[\d{1,2}\]\s*)*\[\d{1,2}\]$")
 _TABLE_ROW = re.compile(r"^\s*\|.*\||^\s*:?-{3,}:?\s*\||\S\s+\|\s+\S.*\s+\|\s+\S")
 # What may dress a label that a model copies: bullets, emphasis, heading marks, quotes.
 _DRESSING = " \t*_#`>\"'-•:"
@@ -51,7 +57,7 @@ def _plain(text: str) -> str:
 
 
 # candor's own instructions, which the model sometimes pastes back as a sentence.
-_INSTRUCTIONS = _plain(" ".join((prompts.PASSAGES_SYSTEM, prompts.GRADE_TASK, prompts.ANSWER_TASK)))
+_INSTRUCTIONS = _plain(" ".join((PASSAGES_SYSTEM, GRADE_TASK, ANSWER_TASK)))
 
 
 def _markers(text: str) -> str:
@@ -79,7 +85,7 @@ def _cited_after(sentence: str) -> str:
     if trailing is None:
         return f"{spaces}{body} {moved}{after}"
     # Before the markers the sentence already ends with, in the order they were written.
-    start = trailing.start() + len(trailing.group(0)) - len(trailing.group(0).lstrip())
+    start = trailing.start()
     return f"{spaces}{body[:start]}{moved}{body[start:]}{after}"
 
 
