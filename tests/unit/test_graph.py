@@ -8,7 +8,7 @@ import pytest
 
 from candor import service
 from candor.errors import ModelError, SessionEndedError
-from candor.graph import edges
+from candor.graph import edges, prompts
 from candor.graph.state import GraphState
 from candor.service import AskResult
 from tests.conftest import MakeDeps
@@ -68,6 +68,34 @@ def test_answer_without_any_valid_citation_is_declined(make_deps: MakeDeps) -> N
     result = ask(make_deps, chat, "What does --force-with-lease do?")
     assert result.decision == "declined"
     assert result.citations == ()
+
+
+def test_an_answer_of_markers_alone_is_asked_once_more_and_answered(make_deps: MakeDeps) -> None:
+    # What the local model wrote for two answerable dev questions (git-010, git-013):
+    # the grade said the passages answer, the reply held nothing but markers.
+    chat = ScriptedChatModel(
+        {
+            "Triage": [QUESTION],
+            "Grade": [{"answerable": True}],
+            "text": ["[1] [2][3]", "It refuses to overwrite work you have not seen [1]."],
+        }
+    )
+    result = ask(make_deps, chat, "What does --force-with-lease do?")
+    assert result.decision == "answered"
+    assert result.answer == "It refuses to overwrite work you have not seen [1]."
+    second = chat.calls[-1].messages[-1]["content"]
+    assert second.endswith(prompts.ANSWER_AGAIN_TASK)
+
+
+def test_a_second_answer_of_markers_alone_is_declined_without_a_third_call(
+    make_deps: MakeDeps,
+) -> None:
+    chat = ScriptedChatModel(
+        {"Triage": [QUESTION], "Grade": [{"answerable": True}], "text": ["[1] [2][3]", "[1]"]}
+    )
+    result = ask(make_deps, chat, "What does --force-with-lease do?")
+    assert result.decision == "declined"
+    assert chat.kinds().count("text") == 2
 
 
 def test_an_unmarked_answer_taken_from_a_passage_is_answered_citing_that_passage(

@@ -112,6 +112,21 @@ def test_streamed_tokens_never_show_a_pasted_label_or_table_row(make_deps: MakeD
     assert events[-1].data["answer"] == streamed.strip()
 
 
+def test_an_answer_asked_again_streams_only_the_second_reply(make_deps: MakeDeps) -> None:
+    # The first reply is markers and a label alone: nothing of it is shown, and
+    # the second reply streams through a cleaner of its own.
+    script = answering(Streamed(("[1] ", "git-push(1) - OPTIONS > --force-with-lease\n", "[2][3]")))
+    script["text"].append(Streamed(SENTENCES))
+    chat = ScriptedChatModel(script)
+    http = browser(app_for(allowing(make_deps(chat))))
+
+    events = events_of(stream(http))
+
+    assert sse.tokens(events).strip() == "".join(SENTENCES)
+    assert events[-1].data["decision"] == "answered"
+    assert events[-1].data["answer"] == "".join(SENTENCES)
+
+
 def test_done_is_exactly_the_json_post_ask_returns_for_the_same_run(
     make_deps: MakeDeps,
 ) -> None:

@@ -55,7 +55,8 @@ NODE_CALLS: dict[str, tuple[Slot, ...]] = {
     "retrieve": (),  # embeds the query once: EMBEDDINGS
     "grade": (("grade",),),
     "rewrite": (("rewrite",),),
-    "generate": (("answer", "converse"),),
+    # The second: answer_again, only when the first answer held no sentence.
+    "generate": (("answer", "converse"), ("answer_again",)),
 }
 # Texts each visit embeds: retrieve embeds its query, cut at QUESTION_CHARS.
 EMBEDDINGS: dict[str, int] = {"retrieve": 1}
@@ -132,6 +133,7 @@ def _bounds(passage_chars: int, answer_max_tokens: int, site_name: str) -> dict[
             REWRITE_MAX_TOKENS,
         ),
         "answer": (prompts.answer(passages, question), None, answer_max_tokens),
+        "answer_again": (prompts.answer_again(passages, question), None, answer_max_tokens),
         "converse": (prompts.converse(question, site_name), None, CONVERSE_MAX_TOKENS),
     }
     return {

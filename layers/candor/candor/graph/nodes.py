@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Callable, Sequence
 
 from candor import retrieval
 from candor.deps import Deps
@@ -18,6 +19,7 @@ from candor.graph.citations import cite, with_attribution
 from candor.graph.schemas import Grade, Moderation, Rewrite, Triage
 from candor.graph.state import GraphState, Intent, Update
 from candor.settings import Settings
+from candor.types import Hit, Message
 
 
 async def moderate(state: GraphState, deps: Deps) -> Update:
@@ -147,15 +149,27 @@ async def rewrite(state: GraphState, deps: Deps) -> Update:
     return {"query": query}
 
 
-def answer_cleaner(state: GraphState, settings: Settings) -> AnswerCleaner | None:
-    """What shapes generate's streamed reply into the answer it keeps, as it streams.
+def answer_cleaner(state: GraphState, settings: Settings) -> Callable[[], AnswerCleaner] | None:
+    """What shapes each of generate's streamed replies into the answer it keeps, as it streams.
 
-    None when generate writes no answer from passages (small talk keeps the
-    model's text as it is), so there is nothing to clean.
+    A new cleaner per reply: a second answer (answer_again) starts afresh, as
+    generate cleans it. None when generate writes no answer from passages (small
+    talk keeps the model's text as it is), so there is nothing to clean.
     """
     if state.decision == "smalltalk" or not state.answerable:
         return None
-    return AnswerCleaner(prompts.shown(state.passages), settings.passage_chars)
+    shown = prompts.shown(state.passages)
+    return lambda: AnswerCleaner(shown, settings.passage_chars)
+
+
+async def _written_answer(messages: list[Message], shown: Sequence[Hit], deps: Deps) -> str:
+    """The model's answer to `messages` as generate keeps it.
+
+    Labels, table rows and pasted passages go (the runner's stream to the visitor
+    goes through the same rules: answer_cleaner).
+    """
+    reply = await deps.chat.text(messages, max_tokens=deps.settings.answer_max_tokens)
+    return clean_answer(reply.text, shown, deps.settings.passage_chars)
 
 
 async def generate(state: GraphState, deps: Deps) -> Update:
@@ -178,12 +192,11 @@ async def generate(state: GraphState, deps: Deps) -> Update:
     # Citations can name only the passages the prompt showed, by the numbers it showed.
     shown = prompts.shown(state.passages)
     text = prompts.format_passages(shown, settings.passage_chars)
-    reply = await deps.chat.text(
-        prompts.answer(text, subject(state)), max_tokens=settings.answer_max_tokens
-    )
-    # Sentences with citations only: labels, table rows and pasted passages go
-    # (the runner's stream to the visitor goes through the same rules: answer_cleaner).
-    written = clean_answer(reply.text, shown, settings.passage_chars)
+    written = await _written_answer(prompts.answer(text, subject(state)), shown, deps)
+    if not written:
+        # Markers or labels alone are a slip of the model, not a verdict on the
+        # passages (the grade said they answer): ask once more.
+        written = await _written_answer(prompts.answer_again(text, subject(state)), shown, deps)
     answer, citations = cite(written, shown)
     if not citations:
         answer, citations = with_attribution(written, subject(state), shown, settings.passage_chars)

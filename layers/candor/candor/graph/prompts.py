@@ -174,6 +174,13 @@ PASSAGES_SYSTEM = (
 
 GRADE_TASK = "Task: GRADE. Can the question be answered from the passages above?"
 ANSWER_TASK = "Task: ANSWER the question from the passages above, citing them like [1]."
+# Asked once when the first answer held no sentence (only markers or labels, which
+# the 1.5B model sometimes writes): the instruction again, where the model reads last.
+ANSWER_AGAIN_TASK = (
+    "Task: ANSWER. Write 2 to 4 sentences of your own that answer the question from the "
+    "passages above, and after each sentence cite its passages like [1]. Do not copy "
+    "passage labels."
+)
 
 
 def _with_passages(passages_text: str, question: str, task: str) -> list[Message]:
@@ -193,6 +200,10 @@ def grade(passages_text: str, question: str) -> list[Message]:
 
 def answer(passages_text: str, question: str) -> list[Message]:
     return _with_passages(passages_text, question, ANSWER_TASK)
+
+
+def answer_again(passages_text: str, question: str) -> list[Message]:
+    return _with_passages(passages_text, question, ANSWER_AGAIN_TASK)
 
 
 def converse(message: str, site_name: str) -> list[Message]:

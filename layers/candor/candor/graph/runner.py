@@ -138,12 +138,12 @@ class MeteredChatModel:
         self._emit = emit
         self._node = ""
         self._slots: list[limits.CallBound] = []
-        self._shape: AnswerCleaner | None = None
+        self._shape: Callable[[], AnswerCleaner] | None = None
 
-    def begin(self, node: str, *, shape: AnswerCleaner | None = None) -> None:
+    def begin(self, node: str, *, shape: Callable[[], AnswerCleaner] | None = None) -> None:
         """A visit of `node` starts: it may make the calls its slots allow.
 
-        `shape` cleans what the streaming node's text call emits, as it streams.
+        `shape` makes what cleans each text call the streaming node makes, as it streams.
         """
         self._node = node
         self._slots = [limits.slot_bound(slot, self._bounds) for slot in limits.NODE_CALLS[node]]
@@ -189,16 +189,18 @@ class MeteredChatModel:
         need = limits.CallBound(limits.input_tokens(messages), max_tokens)
         self._admit("text", need)
         reported = False
+        streams = self._node == STREAMING_NODE
+        cleaner = self._shape() if streams and self._shape else None
         try:
             async for piece in self.inner.stream(messages, max_tokens=max_tokens):
                 if isinstance(piece, Usage):
                     self.meter.add(piece)
                     reported = True
-                elif self._node == STREAMING_NODE:
-                    self._show(self._shape.feed(piece) if self._shape else piece)
+                elif streams:
+                    self._show(cleaner.feed(piece) if cleaner else piece)
                 yield piece
-            if self._node == STREAMING_NODE and self._shape:
-                self._show(self._shape.finish())
+            if cleaner:
+                self._show(cleaner.finish())
         except (asyncio.CancelledError, GeneratorExit):
             if not reported:
                 self._interrupted(need)
