@@ -7,7 +7,9 @@ run's traces (`candor eval` keeps them beside its report, in state.sqlite3) is
 asked again, of the same passages and question, with each variant prompt, and
 each verdict is placed in the grading confusion matrix
 (candor.evaluation.grading) by the same answer-context test. The `recorded`
-row is what the run's grade said. Usage:
+row is what the run's grade said. On the dev run of 2026-12-01 every variant
+but `shipped` said answerable to 4 or 5 of the 5 unanswerable questions' grades
+(results/2026-12-01-grade-replay), so the strict grade stays. Usage:
 
     python -m candor.evaluation.grade_replay --traces RUN/state.sqlite3 \
         --index INDEX.sqlite3 --questions FILE [--variants a,b] [--out F]
