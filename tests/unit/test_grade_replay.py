@@ -48,7 +48,7 @@ def test_only_model_grades_are_replayed_with_the_passages_they_judged(
         trace(UNANSWERABLE.question, grade((), False, by="gate")),
         trace("a question of another set", grade(("gc-0",), True)),
     ]
-    (item,) = model_grades(traces, index, [ASKED, UNANSWERABLE])
+    (item,) = model_grades(traces, index, [ASKED, UNANSWERABLE], passage_chars=600)
     assert item.question == ASKED
     assert [hit.chunk.id for hit in item.passages] == ["log-0", "gc-0"]
     assert item.recorded is False
@@ -65,6 +65,7 @@ def test_each_variant_is_asked_of_the_passages_and_its_verdict_fills_the_matrix(
         ],
         index,
         [ASKED, UNANSWERABLE],
+        passage_chars=600,
     )
     schema = VARIANTS[variant].schema.__name__
     verdicts = [{"passage": 0, "answerable": False}, {"passage": 1, "answerable": True}]

@@ -30,9 +30,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from candor.evaluation.grading import GradeOutcome, confusion
+from candor.evaluation.grading import GradeOutcome, confusion, context_of
 from candor.evaluation.questions import Question, load_questions
-from candor.evaluation.retrieval_metrics import has_all_keywords
 from candor.graph import limits, prompts
 from candor.graph.schemas import Grade
 from candor.ports import ChatModel, VectorIndex
@@ -67,8 +66,18 @@ class CitedGrade(BaseModel):
     answerable: bool
 
 
-def _user(passages_text: str, question: str, task: str) -> str:
-    return f"{passages_text}\n\n{prompts._fenced('question', prompts._visitor(question))}\n\n{task}"
+def _grade_with(
+    passages_text: str, question: str, *, system: str | None = None, task: str | None = None
+) -> list[Message]:
+    """The shipped grade prompt with its system turn or its task line replaced."""
+    system_turn, user_turn = prompts.grade(passages_text, question)
+    content = user_turn["content"]
+    if task is not None:
+        content = content.removesuffix(prompts.GRADE_TASK) + task
+    return [
+        {"role": "system", "content": system or system_turn["content"]},
+        {"role": "user", "content": content},
+    ]
 
 
 def shipped(passages_text: str, question: str) -> list[Message]:
@@ -78,21 +87,14 @@ def shipped(passages_text: str, question: str) -> list[Message]:
 def plain_shared(passages_text: str, question: str) -> list[Message]:
     """The shared system prompt with a plainer GRADE paragraph: llama.cpp's prefix reuse stays."""
     system = prompts.PASSAGES_SYSTEM.replace(_STRICT_GRADE, PLAIN_GRADE)
-    return [
-        {"role": "system", "content": system},
-        {"role": "user", "content": _user(passages_text, question, prompts.GRADE_TASK)},
-    ]
+    return _grade_with(passages_text, question, system=system)
 
 
 def own_system(passages_text: str, question: str) -> list[Message]:
     """A system prompt of the grade's own: generate then evaluates the passages again."""
-    return [
-        {"role": "system", "content": OWN_SYSTEM},
-        {
-            "role": "user",
-            "content": _user(passages_text, question, "Does a passage answer the question?"),
-        },
-    ]
+    return _grade_with(
+        passages_text, question, system=OWN_SYSTEM, task="Does a passage answer the question?"
+    )
 
 
 def cite_first(passages_text: str, question: str) -> list[Message]:
@@ -101,10 +103,7 @@ def cite_first(passages_text: str, question: str) -> list[Message]:
         "Task: GRADE. Give the number of the passage that answers the question (0 if none), "
         "then whether the question can be answered from the passages above."
     )
-    return [
-        {"role": "system", "content": prompts.PASSAGES_SYSTEM},
-        {"role": "user", "content": _user(passages_text, question, task)},
-    ]
+    return _grade_with(passages_text, question, task=task)
 
 
 @dataclass(frozen=True)
@@ -127,15 +126,20 @@ VARIANTS: dict[str, Variant] = {
 
 @dataclass(frozen=True)
 class Replayed:
-    """One model grade of a run: what it judged and what it said."""
+    """One model grade of a run: what it judged, its answer context, and what it said."""
 
     question: Question
     passages: tuple[Hit, ...]
+    context: str  # one of candor.evaluation.grading.CONTEXTS
     recorded: bool
 
 
 def model_grades(
-    traces: Sequence[Trace], index: VectorIndex, questions: Sequence[Question]
+    traces: Sequence[Trace],
+    index: VectorIndex,
+    questions: Sequence[Question],
+    *,
+    passage_chars: int,
 ) -> list[Replayed]:
     """Every grade the model made in a run's traces, with the passages it judged."""
     by_text = {q.question: q for q in questions}
@@ -149,16 +153,14 @@ def model_grades(
                 continue
             chunks = {c.id: c for c in index.fetch(grade.passage_ids)}
             hits = tuple(Hit(chunks[i], 0.0) for i in grade.passage_ids if i in chunks)
-            found.append(Replayed(question, hits, grade.answerable))
+            context = context_of(
+                hits,
+                question.answer_keywords,
+                answerable_kind=question.answerable,
+                passage_chars=passage_chars,
+            )
+            found.append(Replayed(question, hits, context, grade.answerable))
     return found
-
-
-def context(item: Replayed, passage_chars: int) -> str:
-    if not item.question.answerable:
-        return "unanswerable"
-    shown = "\n".join(prompts.passage_text(hit, passage_chars) for hit in item.passages)
-    found = has_all_keywords(shown, item.question.answer_keywords)
-    return "has_keywords" if found else "lacks_keywords"
 
 
 async def replay(
@@ -174,7 +176,7 @@ async def replay(
             max_tokens=limits.STRUCTURED_MAX_TOKENS,
         )
         answerable = bool(verdict.value.model_dump()["answerable"])
-        outcomes.append(GradeOutcome(answerable, "model", context(item, passage_chars)))
+        outcomes.append(GradeOutcome(answerable, "model", item.context))
         sys.stderr.write(f"{variant.name} {item.question.id} {answerable}\n")
     return outcomes, time.perf_counter() - started
 
@@ -214,10 +216,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     traces = traces_since(SqliteStateStore(args.traces), settings.trace_ttl_days)
     with SqliteVectorIndex(args.index, dimensions) as index:
-        items = model_grades(traces, index, questions)
-    recorded = [
-        GradeOutcome(i.recorded, "model", context(i, settings.passage_chars)) for i in items
-    ]
+        items = model_grades(traces, index, questions, passage_chars=settings.passage_chars)
+    recorded = [GradeOutcome(i.recorded, "model", i.context) for i in items]
     rows = [row("recorded", recorded, None)]
     chat = build_chat(settings)
     for name in args.variants.split(","):

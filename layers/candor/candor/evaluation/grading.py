@@ -36,6 +36,16 @@ class GradeOutcome:
         return {"answerable": self.answerable, "by": self.by, "context": self.context}
 
 
+def context_of(
+    passages: Sequence[Hit], keywords: Collection[str], *, answerable_kind: bool, passage_chars: int
+) -> str:
+    """The answer context a grade judged: one of CONTEXTS."""
+    if not answerable_kind:
+        return "unanswerable"
+    shown = "\n".join(prompts.passage_text(hit, passage_chars) for hit in passages)
+    return "has_keywords" if has_all_keywords(shown, keywords) else "lacks_keywords"
+
+
 def outcomes(
     grades: Sequence[GradeRecord],
     chunks: Mapping[str, Chunk],
@@ -48,19 +58,19 @@ def outcomes(
 
     `chunks` holds every chunk the run's index queries returned, by id.
     """
-    found: list[GradeOutcome] = []
-    for grade in grades:
-        if not answerable_kind:
-            context = "unanswerable"
-        else:
-            shown = "\n".join(
-                prompts.passage_text(Hit(chunks[cid], 0.0), passage_chars)
-                for cid in grade.passage_ids
-                if cid in chunks
-            )
-            context = "has_keywords" if has_all_keywords(shown, keywords) else "lacks_keywords"
-        found.append(GradeOutcome(grade.answerable, grade.by, context))
-    return tuple(found)
+    return tuple(
+        GradeOutcome(
+            grade.answerable,
+            grade.by,
+            context_of(
+                [Hit(chunks[cid], 0.0) for cid in grade.passage_ids if cid in chunks],
+                keywords,
+                answerable_kind=answerable_kind,
+                passage_chars=passage_chars,
+            ),
+        )
+        for grade in grades
+    )
 
 
 def confusion(grades: Sequence[GradeOutcome]) -> dict[str, Any]:
