@@ -245,3 +245,60 @@ def test_the_runs_traces_stay_beside_its_report_for_candor_insights(
     decisions = {name: n for name, n in report["decisions"].items() if n}
     assert decisions == {"answered": 1, "warned": 1, "declined": 1}
     assert [gap["example"] for gap in report["missing"]] == ["How do I use Git LFS?"]
+
+
+def test_the_one_call_reference_answers_the_questions_that_retrieve_and_reports_its_cost(
+    tmp_path: Path,
+) -> None:
+    # Given the plain reference's index of the fixture pages and a model that
+    # answers one question, declines one and fails on the third
+    from candor.evaluation import plain
+    from candor.evaluation.corpus import read_corpus
+    from candor.evaluation.runner import evaluate_plain_rag, plain_rag_summary
+
+    documents = read_corpus(FIXTURES / "docs")
+    embedder = HashingEmbedder()
+    index = plain.open_index(plain.index_path(tmp_path, documents, embedder), embedder)
+    plain.fill(index, plain.chunks_of(documents), embedder)
+    chat = ScriptedChatModel(
+        {"text": ["Tie the bridle first [1].", "I don't know.", ModelError("timed out")]}
+    )
+    questions = [
+        Question("hi", "Hello!", "greeting"),
+        Question("a", "How do I attach the bridle?", "factual", ("kite-tutorial.html",)),
+        Question("u", "Which kite wins races?", "unanswerable"),
+        Question("f", "What is the line length?", "factual", ("kite-config.html",)),
+    ]
+    settings = Settings(data_dir=tmp_path, embedder_backend="hashing")
+
+    # When the reference runs
+    records = evaluate_plain_rag(
+        questions,
+        chat,
+        embedder=embedder,
+        plain_index=index,
+        settings=settings,
+        bar=False,
+        timeout=30,
+    )
+    graph_rows: list[dict[str, Any]] = [
+        {
+            "id": "a",
+            "kind": "factual",
+            "decision": "answered",
+            "seconds": 9.0,
+            "tokens_in": 900,
+            "model_calls": 3,
+        },
+    ]
+    summary = plain_rag_summary(records, graph_rows)
+
+    # Then the greeting was never asked, each other question was asked once,
+    # and the failure is recorded without stopping the run
+    assert [r.id for r in records] == ["a", "u", "f"]
+    assert chat.kinds() == ["text", "text", "text"]
+    assert [r.decision for r in records[:2]] == ["answered", "declined"]
+    assert records[2].failed and summary["failures"] == 1
+    assert summary["decline_recall"] == 1.0
+    assert summary["graph_ratio"]["model_calls"]["ratio"] == 3.0
+    index.close()

@@ -201,3 +201,36 @@ def summarise(records: Sequence[AgentRecord]) -> dict[str, Any]:
 def summarise_by_kind(records: Sequence[AgentRecord]) -> dict[str, dict[str, Any]]:
     kinds = sorted({r.kind for r in records})
     return {kind: summarise([r for r in records if r.kind == kind]) for kind in kinds}
+
+
+# What an answered question costs, compared between the graph and a reference.
+COST_FIGURES = ("seconds", "tokens_in", "model_calls")
+
+
+def cost_ratios(
+    graph: Sequence[dict[str, Any]], reference: Sequence[dict[str, Any]]
+) -> dict[str, Any]:
+    """Seconds, prompt tokens and model calls per answered question, each as the mean
+    over the questions each answered, and the graph's as a ratio to the reference's.
+
+    Rows are per-question records as reports hold them (AgentRecord.to_json).
+    """
+
+    def per_answered(rows: Sequence[dict[str, Any]]) -> dict[str, float | None]:
+        answered = [r for r in rows if r.get("decision") == "answered"]
+        return {key: _mean([float(r[key]) for r in answered], 3) for key in COST_FIGURES}
+
+    mine, theirs = per_answered(graph), per_answered(reference)
+    ratios: dict[str, Any] = {}
+    for key in COST_FIGURES:
+        a, b = mine[key], theirs[key]
+        ratios[key] = {
+            "graph": a,
+            "reference": b,
+            "ratio": round(a / b, 3) if a is not None and b else None,
+        }
+    ratios["n"] = {
+        "graph": sum(1 for r in graph if r.get("decision") == "answered"),
+        "reference": sum(1 for r in reference if r.get("decision") == "answered"),
+    }
+    return ratios

@@ -164,7 +164,67 @@ def to_markdown(report: Mapping[str, Any]) -> str:
         if reasons:
             lines += ["", "### Failures", ""]
             lines += [f"- {r['id']} ({r['kind']}): {r['reason']}" for r in reasons]
+        lines += reference_lines(agent, report.get("plain_rag"))
     return "\n".join(lines) + "\n"
+
+
+# The graph beside the one-call reference, on the questions both answer or decline.
+REFERENCE_ROWS = (
+    ("answer_correct", "answers with every keyword (answerable)"),
+    ("answerable_declined", "answerable declined"),
+    ("decline_recall", "unanswerable declined"),
+    ("unsupported_in_answers", "answers with an unsupported specific left"),
+    ("citation_validity", "citation validity"),
+    ("citation_accuracy", "answers citing an expected page"),
+)
+COST_LABELS = {
+    "seconds": "seconds per answered question",
+    "tokens_in": "prompt tokens per answered question",
+    "model_calls": "model calls per answered question",
+}
+
+
+def reference_lines(agent: Mapping[str, Any], reference: Mapping[str, Any] | None) -> list[str]:
+    """The `plain_rag` reference beside the graph (candor.evaluation.plain_rag)."""
+    if reference is None:
+        return []
+    lines = [
+        "",
+        "### The one-call reference (plain_rag)",
+        "",
+        "The `plain` retrieval, its top passages at the same character budget, and one "
+        "answer call to the same model with a plain prompt that allows declining; its "
+        "answers are checked by candor's support check but never trimmed. Graph figures "
+        "are on all questions of the kinds both ran (answerable and unanswerable).",
+        "",
+        "| figure | graph | n | plain_rag | n |",
+        "|---|---|---|---|---|",
+    ]
+    mine = agent.get("samples", {})
+    theirs = reference.get("samples", {})
+    for key, label in REFERENCE_ROWS:
+        lines.append(
+            f"| {label} | {fmt(agent.get(key))} | {fmt(mine.get(key))} | "
+            f"{fmt(reference.get(key))} | {fmt(theirs.get(key))} |"
+        )
+    ratios = reference.get("graph_ratio") or {}
+    answered = ratios.get("n", {})
+    for key, label in COST_LABELS.items():
+        row = ratios.get(key)
+        if row is None:
+            continue
+        lines.append(
+            f"| {label} | {fmt(row['graph'])} | {fmt(answered.get('graph'))} | "
+            f"{fmt(row['reference'])} | {fmt(answered.get('reference'))} |"
+        )
+    ratio_text = ", ".join(
+        f"{COST_LABELS[key].split(' per ')[0]} {fmt(ratios[key]['ratio'])}x"
+        for key in COST_LABELS
+        if ratios.get(key, {}).get("ratio") is not None
+    )
+    if ratio_text:
+        lines += ["", f"Per answered question, the graph costs plain_rag's times: {ratio_text}."]
+    return lines
 
 
 CONTEXT_LABELS = {

@@ -16,14 +16,21 @@ from candor import retrieval
 from candor.backends.sqlite_index import SqliteVectorIndex
 from candor.backends.sqlite_state import SqliteStateStore
 from candor.deps import Deps
-from candor.evaluation import agent_metrics, gate_metrics, grading, plain, retrieval_metrics
+from candor.evaluation import (
+    agent_metrics,
+    gate_metrics,
+    grading,
+    plain,
+    plain_rag,
+    retrieval_metrics,
+)
 from candor.evaluation.agent_metrics import AgentRecord
 from candor.evaluation.corpus import index_name, read_corpus
 from candor.evaluation.instruments import CountingChatModel, RecordingIndex
 from candor.evaluation.questions import Question, load_questions, stratified
 from candor.graph import prompts, support
 from candor.ingest.pipeline import IngestReport, ingest
-from candor.ports import Embedder, Reranker, VectorIndex
+from candor.ports import ChatModel, Embedder, Reranker, VectorIndex
 from candor.progress import progress as show_progress
 from candor.settings import Settings
 from candor.types import Hit
@@ -357,23 +364,37 @@ def run_eval(settings: Settings, options: EvalOptions) -> dict[str, Any]:
     report["gate"] = gate_metrics.summarise(gate)
     report["gate_questions"] = [record.to_json() for record in gate]
     if not options.retrieval_only:
+        from candor.factory import build_chat
+
+        chat = build_chat(settings)
         report["agent"], report["agent_questions"] = _agent_section(
-            settings, embedder, index, questions, options
+            settings, chat, embedder, index, questions, options
         )
+        references = evaluate_plain_rag(
+            questions,
+            chat,
+            embedder=embedder,
+            plain_index=plain_index,
+            settings=settings,
+            bar=options.progress,
+            timeout=options.timeout,
+        )
+        report["plain_rag"] = plain_rag_summary(references, report["agent_questions"])
+        report["plain_rag_questions"] = [r.to_json() for r in references]
     report["meta"]["seconds"] = round(time.perf_counter() - started, 1)
     return report
 
 
 def _agent_section(
     settings: Settings,
+    chat: ChatModel,
     embedder: Embedder,
     index: VectorIndex,
     questions: Sequence[Question],
     options: EvalOptions,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    from candor.factory import build_chat, build_reranker
+    from candor.factory import build_reranker
 
-    chat = build_chat(settings)
     reranker = build_reranker(settings)
     # Load the model before the clock starts, so the first question's seconds are
     # its own. A failure here is not the run's: the first question records it.
@@ -415,6 +436,66 @@ def _agent_section(
         "model_calls": "counted at the chat-model port, moderation's second call included",
     }
     return agent, [r.to_json() for r in records]
+
+
+def evaluate_plain_rag(
+    questions: Sequence[Question],
+    chat: ChatModel,
+    *,
+    embedder: Embedder,
+    plain_index: SqliteVectorIndex,
+    settings: Settings,
+    bar: bool,
+    timeout: float,
+) -> list[AgentRecord]:
+    """The one-call reference (candor.evaluation.plain_rag) on the questions that retrieve."""
+    counting = CountingChatModel(chat)
+    asked = [q for q in questions if q.kind in plain_rag.KINDS]
+
+    async def one(question: Question) -> AgentRecord:
+        started = time.perf_counter()
+        try:
+            async with asyncio.timeout(timeout):
+                return await plain_rag.answer_one(
+                    question,
+                    chat=counting,
+                    embedder=embedder,
+                    index=plain_index,
+                    top_k=settings.top_k,
+                    candidates=settings.candidates,
+                    passage_chars=settings.passage_chars,
+                    max_tokens=settings.answer_max_tokens,
+                )
+        except TimeoutError:
+            reason = f"timed out after {timeout:g} s"
+        except Exception as error:  # one question's failure is recorded; the run goes on
+            reason = f"{type(error).__name__}: {error}"
+        seconds = time.perf_counter() - started
+        return AgentRecord(id=question.id, kind=question.kind, seconds=seconds, error=reason)
+
+    records: list[AgentRecord] = []
+    ticker = show_progress(len(asked), "plain_rag", "question", enabled=bar)
+    try:
+        for question in asked:
+            records.append(asyncio.run(one(question)))
+            ticker.update(1)
+    finally:
+        ticker.close()
+    return records
+
+
+def plain_rag_summary(
+    records: Sequence[AgentRecord], agent_questions: Sequence[dict[str, Any]]
+) -> dict[str, Any]:
+    """The reference's figures, and the graph's cost per answered question as a ratio
+    to its own, on the kinds both ran."""
+    summary = agent_metrics.summarise(records)
+    summary["failure_reasons"] = [
+        {"id": r.id, "kind": r.kind, "reason": r.error} for r in records if r.failed
+    ]
+    graph = [row for row in agent_questions if row["kind"] in plain_rag.KINDS]
+    summary["graph_ratio"] = agent_metrics.cost_ratios(graph, [r.to_json() for r in records])
+    return summary
 
 
 def open_run_state(out: Path) -> SqliteStateStore:
