@@ -127,7 +127,7 @@ def measure(
             )
         if not lever.embed_context:
             index = _textonly_index(settings, embedder, documents)
-        summaries, _ = evaluate_retrieval(
+        summaries, _, _ = evaluate_retrieval(
             questions,
             STRATEGIES,
             embedder=embedder,
