@@ -135,7 +135,9 @@ bench: install corpus
 
 # Retrieval per strategy and the full graph with the local models, on the dev set
 # (eval-out/dev) and the validation set (eval-out/validation), then both side by
-# side in eval-out/report.md. Each index (.candor/indexes/eval-<hash of the corpus>)
+# side in eval-out/report.md (with candor against its references paired per question;
+# `candor compare --before OLD/dev OLD/validation --after NEW/dev NEW/validation`
+# pairs two releases). Each index (.candor/indexes/eval-<hash of the corpus>)
 # is built once and reused. Each run's traces stay in its state.sqlite3, and its
 # insights.md is the owner's report on them.
 eval: eval-dev eval-validation

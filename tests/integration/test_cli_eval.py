@@ -76,6 +76,11 @@ def test_retrieval_only_writes_every_strategy_with_n_and_reuses_the_index(
     assert first["meta"]["ingest"]["changed"] == 3
     # The exact identifier finds its page in the top 10 by keywords.
     assert first["retrieval_ranks"]["keyword"]["kite-1"] is not None
+    # Each question's answer context is kept too, so that runs can be paired per question.
+    for name, row in first["retrieval"].items():
+        context = first["retrieval_context"][name]
+        assert len(context) == row["answer_context_n"]
+        assert sum(context.values()) / len(context) == pytest.approx(row["answer_context"])
     assert (env / "out" / "report.md").read_text().count("| hybrid") == 1
     assert (env / "out" / "report.png").read_bytes().startswith(b"\x89PNG")
     assert "wrote" in capsys.readouterr().out

@@ -132,3 +132,36 @@ def test_compare_writes_two_runs_side_by_side(env: Path) -> None:
 
 def test_compare_refuses_a_folder_without_a_report(env: Path) -> None:
     assert main(["compare", str(env), "--out", str(env / "r.md")]) == 2
+
+
+def test_compare_pairs_two_runs_of_the_same_questions(
+    env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(eval_argv(env / "before")) == 0
+    assert main(eval_argv(env / "after")) == 0
+    capsys.readouterr()
+    argv = ["compare", "--before", str(env / "before"), "--after", str(env / "after")]
+    assert main([*argv, "--out", str(env / "paired.md")]) == 0
+    printed = capsys.readouterr().out
+    text = (env / "paired.md").read_text()
+    assert text in printed  # the table is printed as well as written
+    # The same index and questions twice: retrieval did not move.
+    assert "| hybrid Recall@5 | higher |" in text
+    assert "| no difference |" in text
+    assert "## Paired: hybrid against plain (retrieval), in the runs after" in text
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["compare", "--out", "r.md"],  # nothing to compare
+        ["compare", "dev", "--before", "a", "--after", "b", "--out", "r.md"],  # both modes
+        ["compare", "--before", "a", "b", "--after", "c", "--out", "r.md"],  # unmatched sets
+        ["compare", "--before", "a", "--out", "r.md"],  # no after
+    ],
+)
+def test_compare_refuses_a_mix_of_its_two_modes(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+    assert "candor: " in capsys.readouterr().err

@@ -19,7 +19,10 @@ BISECT = (
     b"<h1>git-bisect</h1><p>If the script exits with code 125, the current revision "
     b"is skipped. Any other code from 1 to 127 marks it bad.</p>"
 )
-PUSH = b"<h1>git-push</h1><p>--force-with-lease refuses the push unless the remote ref is as expected.</p>"
+PUSH = (
+    b"<h1>git-push</h1><p>--force-with-lease refuses the push unless the remote ref "
+    b"is as expected.</p>"
+)
 
 
 @pytest.fixture

@@ -398,14 +398,31 @@ def cmd_export_dpo(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    """Figures of several `candor eval` runs side by side (dev and validation)."""
-    from candor.evaluation.compare import write_side_by_side
+    """Runs side by side (dev and validation), or two runs of each set paired per question."""
+    from candor.evaluation.compare import write_paired, write_side_by_side
 
-    missing = [f for f in args.folders if not (f / "report.json").is_file()]
+    before, after = args.before or [], args.after or []
+    if bool(args.folders) == bool(before or after):
+        print(
+            "candor: give either folders to put side by side, or --before and --after to pair",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    if len(before) != len(after):
+        print(
+            f"candor: --before has {len(before)} folders and --after {len(after)}; "
+            "give one of each per question set, in the same order",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    missing = [f for f in [*args.folders, *before, *after] if not (f / "report.json").is_file()]
     if missing:
         print(f"candor: no report.json in {', '.join(map(str, missing))}", file=sys.stderr)
         return EXIT_USAGE
-    write_side_by_side(args.folders, args.out)
+    if args.folders:
+        write_side_by_side(args.folders, args.out)
+    else:
+        print(write_paired(before, after, args.out), end="")
     print(f"wrote {args.out}")
     return 0
 
@@ -491,9 +508,26 @@ def build_parser() -> argparse.ArgumentParser:
     export_dpo.set_defaults(run=cmd_export_dpo)
 
     compare = commands.add_parser(
-        "compare", help="figures of several `candor eval` runs side by side"
+        "compare",
+        help="figures of `candor eval` runs side by side, or two runs paired per question",
     )
-    compare.add_argument("folders", nargs="+", type=Path, metavar="DIR", help="eval --out folders")
+    compare.add_argument(
+        "folders", nargs="*", type=Path, metavar="DIR", help="eval --out folders, side by side"
+    )
+    compare.add_argument(
+        "--before",
+        nargs="+",
+        type=Path,
+        metavar="DIR",
+        help="the runs before a change, one per question set (e.g. dev validation)",
+    )
+    compare.add_argument(
+        "--after",
+        nargs="+",
+        type=Path,
+        metavar="DIR",
+        help="the runs after it, on the same question sets in the same order",
+    )
     compare.add_argument("--out", type=Path, required=True, metavar="FILE")
     compare.set_defaults(run=cmd_compare)
 

@@ -1,10 +1,15 @@
-"""Dev and validation side by side: the same figures from two `candor eval` reports.
+"""Dev and validation side by side, and two runs of both paired question by question.
 
 The dev set is where prompts, thresholds and settings are chosen; the validation
 set, documentation nobody tuned on, says whether those choices carry over. A
 figure that holds on dev and falls on validation is fitted to dev.
 
     candor compare eval-out/dev eval-out/validation --out eval-out/report.md
+
+Whether a change helps is read from two runs on the same questions, before and
+after it, the sets matched by position (candor.evaluation.paired decides):
+
+    candor compare --before OLD/dev OLD/validation --after NEW/dev NEW/validation --out F.md
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from candor.evaluation import paired_report
 from candor.evaluation.report import fmt
 
 AGENT_FIGURES = (
@@ -92,7 +98,77 @@ def side_by_side(reports: Mapping[str, Mapping[str, Any]]) -> str:
     for label in labels:
         cells = [figures[name].get(label, "–") for name in names]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    sections = _reference_sections(reports, names)
+    if sections:
+        lines += [*sections, "", paired_report.RULE]
     return "\n".join(lines) + "\n"
+
+
+def _reference_sections(
+    reports: Mapping[str, Mapping[str, Any]], names: Sequence[str], *, where: str = ""
+) -> list[str]:
+    """candor against its references in each run, paired per question, the sets pooled."""
+    lines: list[str] = []
+    for arm in paired_report.against_references(reports):
+        lines += ["", f"## Paired: {arm.title}{where}", ""]
+        lines += paired_report.arm_table(arm, names)
+    return lines
+
+
+def _set_names(reports: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Each pair's name: its questions file's stem, numbered when two pairs share one."""
+    stems = [paired_report.set_name(report) for report in reports]
+    return [
+        stem if stems.count(stem) == 1 else f"{stem} ({number})"
+        for number, stem in enumerate(stems, start=1)
+    ]
+
+
+Run = tuple[str, Mapping[str, Any]]  # where a report was read from, and the report
+
+
+def paired_runs(before: Sequence[Run], after: Sequence[Run]) -> str:
+    """Two runs of each set paired per question: the markdown of `compare --before --after`.
+
+    The sets are matched by position: before[i] and after[i] ran the same questions.
+    """
+    if len(before) != len(after):
+        raise ValueError(f"{len(before)} runs before and {len(after)} after: pair them by set")
+    names = _set_names([report for _, report in after])
+    lines = ["# candor compare: before and after, paired per question", ""]
+    for name, (old_place, old), (new_place, new) in zip(names, before, after, strict=True):
+        lines.append(
+            f"- {name}: before `{old_place}` ({old['meta']['date']}), "
+            f"after `{new_place}` ({new['meta']['date']})"
+        )
+        old_file, new_file = old["meta"]["questions_file"], new["meta"]["questions_file"]
+        if Path(old_file).name != Path(new_file).name:
+            lines.append(
+                f"  - different question files (`{old_file}`, `{new_file}`): "
+                "only the questions both hold are paired"
+            )
+    arms = {
+        name: (paired_report.run_values(old), paired_report.run_values(new))
+        for name, (_, old), (_, new) in zip(names, before, after, strict=True)
+    }
+    lines += ["", "## candor's figures", ""]
+    lines += paired_report.table(paired_report.compare(arms), names)
+    afters = {name: report for name, (_, report) in zip(names, after, strict=True)}
+    lines += _reference_sections(afters, names, where=", in the runs after")
+    lines += ["", paired_report.RULE]
+    return "\n".join(lines) + "\n"
+
+
+def _read(folders: Sequence[Path]) -> list[Run]:
+    return [(str(folder), json.loads((folder / "report.json").read_text())) for folder in folders]
+
+
+def write_paired(before: Sequence[Path], after: Sequence[Path], out: Path) -> str:
+    """Write the paired comparison of the runs' reports to `out` and return it."""
+    text = paired_runs(_read(before), _read(after))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    return text
 
 
 def write_side_by_side(folders: Sequence[Path], out: Path) -> None:

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from candor.evaluation import gate_metrics
+from candor.evaluation import gate_metrics, paired_report
 from candor.retrieval import STRATEGIES
 
 AGENT_ROWS = (
@@ -165,7 +165,25 @@ def to_markdown(report: Mapping[str, Any]) -> str:
             lines += ["", "### Failures", ""]
             lines += [f"- {r['id']} ({r['kind']}): {r['reason']}" for r in reasons]
         lines += reference_lines(agent, report.get("plain_rag"))
+    lines += paired_lines(report)
     return "\n".join(lines) + "\n"
+
+
+def against_references(report: Mapping[str, Any]) -> list[paired_report.Arm]:
+    """candor against its references in this run, per question (see paired_report)."""
+    return paired_report.against_references({paired_report.set_name(report): report})
+
+
+def paired_lines(report: Mapping[str, Any]) -> list[str]:
+    """candor against its references, paired per question, with 95% intervals."""
+    arms = against_references(report)
+    if not arms:
+        return []
+    lines = ["", "## Paired: candor against its references"]
+    for arm in arms:
+        lines += ["", f"### {arm.title}", ""]
+        lines += paired_report.arm_table(arm, [paired_report.set_name(report)])
+    return [*lines, "", paired_report.RULE]
 
 
 # The graph beside the one-call reference, on the questions both answer or decline.
@@ -323,6 +341,7 @@ def write_report(report: dict[str, Any], out: Path) -> list[Path]:
     """Write the three files into `out` and return their paths."""
     out.mkdir(parents=True, exist_ok=True)
     report["notes"] = comparisons(report["retrieval"])
+    report["paired"] = [arm.to_json() for arm in against_references(report)]
     paths = [out / "report.json", out / "report.md", out / "report.png"]
     paths[0].write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     paths[1].write_text(to_markdown(report))

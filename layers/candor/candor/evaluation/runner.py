@@ -51,6 +51,12 @@ EVAL_OVERRIDES: dict[str, Any] = {
 }
 
 
+# Per strategy, each question's rank (None: not in the top 10), and whether the
+# passages shown for it hold every expected keyword (its answer context).
+Ranks = dict[str, dict[str, int | None]]
+Contexts = dict[str, dict[str, bool]]
+
+
 class EvalError(Exception):
     """The run cannot start (no documents); the CLI exits with a usage error."""
 
@@ -122,8 +128,9 @@ def evaluate_retrieval(
     settings: Settings,
     bar: bool,
     plain_index: SqliteVectorIndex | None = None,
-) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, int | None]]]:
-    """Per strategy: the summary, and each question's rank (None: not in the top 10).
+) -> tuple[dict[str, dict[str, Any]], Ranks, Contexts]:
+    """Per strategy: the summary, each question's rank (None: not in the top 10), and
+    whether each question's shown passages hold every keyword (its answer context).
 
     The search uses the settings' candidates, fusion and per-page cap; the answer
     context, its top_k passages as the agent shows them (widened when the settings
@@ -138,13 +145,14 @@ def evaluate_retrieval(
                 warm.query(vector=embedder.embed(["warm up"])[0], keywords=None, top_k=1)
     named = [*strategies, *(REFERENCE_STRATEGIES if plain_index is not None else ())]
     summaries: dict[str, dict[str, Any]] = {}
-    ranks: dict[str, dict[str, int | None]] = {}
+    ranks: Ranks = {}
+    contexts: Contexts = {}
     ticker = show_progress(len(targets) * len(named), "retrieval", "query", enabled=bar)
     try:
         for strategy in named:
             found: dict[str, int | None] = {}
             latencies: list[float] = []
-            context_hits: list[bool] = []
+            context_hits: dict[str, bool] = {}
             for question in targets:
                 started = time.perf_counter()
                 if strategy in REFERENCE_STRATEGIES:
@@ -182,25 +190,26 @@ def evaluate_retrieval(
                     all_needed=question.all_sources_needed,
                 )
                 if question.answer_keywords:
-                    context_hits.append(
-                        retrieval_metrics.has_all_keywords(
-                            prompts.format_passages(shown, settings.passage_chars),
-                            question.answer_keywords,
-                        )
+                    context_hits[question.id] = retrieval_metrics.has_all_keywords(
+                        prompts.format_passages(shown, settings.passage_chars),
+                        question.answer_keywords,
                     )
                 ticker.update(1)
             ranks[strategy] = found
+            contexts[strategy] = context_hits
             summaries[strategy] = retrieval_metrics.summarise(list(found.values()), latencies)
             summaries[strategy] |= {
                 "answer_context": (
-                    round(sum(context_hits) / len(context_hits), 4) if context_hits else None
+                    round(sum(context_hits.values()) / len(context_hits), 4)
+                    if context_hits
+                    else None
                 ),
                 "answer_context_n": len(context_hits),
                 "answer_context_k": settings.top_k,
             }
     finally:
         ticker.close()
-    return summaries, ranks
+    return summaries, ranks, contexts
 
 
 async def _ask_one(deps: Deps, question: Question, *, allowed_s: float) -> AgentRecord:
@@ -311,7 +320,7 @@ def run_eval(settings: Settings, options: EvalOptions) -> dict[str, Any]:
     index, ingested = build_index(settings, embedder, documents, bar=options.progress)
     reranker = build_reranker(settings)
     plain_index = build_plain_index(settings, embedder, documents, bar=options.progress)
-    retrieval_report, ranks = evaluate_retrieval(
+    retrieval_report, ranks, contexts = evaluate_retrieval(
         questions,
         measured_strategies(options.strategies, reranker),
         embedder=embedder,
@@ -356,6 +365,8 @@ def run_eval(settings: Settings, options: EvalOptions) -> dict[str, Any]:
         },
         "retrieval": retrieval_report,
         "retrieval_ranks": ranks,
+        # Per question, for the paired comparisons (candor.evaluation.question_figures).
+        "retrieval_context": contexts,
     }
     # The grounding gate needs no model: measured on every run, --retrieval-only too.
     gate = gate_metrics.evaluate_gate(

@@ -1,0 +1,112 @@
+"""Each question's value of a figure, read from a `candor eval` report.
+
+The one home of these rules, so that `candor compare`, eval's report.md and the
+levers pair the same values (candor.evaluation.paired). Each figure declares its
+better direction. A question a figure does not apply to (an unanswerable question
+for "answers with every keyword", a declined one for the unsupported specifics
+left in answers, a failed one for all) has no value and is left out of the pair.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from candor.evaluation.questions import ANSWERABLE_KINDS
+
+Row = Mapping[str, Any]
+Values = dict[str, bool | float]
+
+
+@dataclass(frozen=True, slots=True)
+class Figure:
+    name: str
+    higher_is_better: bool
+
+
+def _done(row: Row) -> bool:
+    return "error" not in row
+
+
+def _answerable(row: Row) -> bool:
+    return _done(row) and row["kind"] in ANSWERABLE_KINDS
+
+
+def _answered(row: Row) -> bool:
+    return _done(row) and row.get("decision") == "answered"
+
+
+def _citation_share(row: Row) -> float | None:
+    cited = row.get("cited_sources") or []
+    return row["citations_valid"] / len(cited) if _answered(row) and cited else None
+
+
+AGENT_FIGURES: tuple[tuple[Figure, Callable[[Row], bool | float | None]], ...] = (
+    (
+        Figure("answers with every keyword", True),
+        lambda r: bool(r["answer_correct"]) if _answerable(r) else None,
+    ),
+    (
+        Figure("answerable declined", False),
+        lambda r: r["decision"] == "declined" if _answerable(r) else None,
+    ),
+    (
+        Figure("unanswerable declined", True),
+        lambda r: r["decision"] == "declined" if _done(r) and r["kind"] == "unanswerable" else None,
+    ),
+    (
+        Figure("answers with an unsupported specific left", False),
+        lambda r: bool(r.get("unsupported_left")) if _answered(r) else None,
+    ),
+    (Figure("citations naming a retrieved passage (share per answer)", True), _citation_share),
+    (Figure("model calls per question", False), lambda r: r["model_calls"] if _done(r) else None),
+    (Figure("prompt tokens per question", False), lambda r: r["tokens_in"] if _done(r) else None),
+    (Figure("seconds per question", False), lambda r: r["seconds"] if _done(r) else None),
+)
+
+RECALL_1 = Figure("Recall@1", True)
+RECALL_5 = Figure("Recall@5", True)
+MRR = Figure("MRR", True)
+ANSWER_CONTEXT = Figure("answer context", True)
+RETRIEVAL_FIGURES = (RECALL_1, RECALL_5, MRR, ANSWER_CONTEXT)
+
+
+def agent_values(rows: Sequence[Row]) -> dict[Figure, Values]:
+    """Per figure, each question's value, from `agent_questions` (or a reference's rows)."""
+    values: dict[Figure, Values] = {}
+    for figure, value_of in AGENT_FIGURES:
+        found: Values = {}
+        for row in rows:
+            value = value_of(row)
+            if value is not None:
+                found[row["id"]] = value
+        values[figure] = found
+    return values
+
+
+def strategy_values(
+    ranks: Mapping[str, int | None], context: Mapping[str, bool] | None = None
+) -> dict[Figure, Values]:
+    """Recall@1, Recall@5, the reciprocal rank (MRR's term) and, when given, the answer
+    context of each question, from one strategy's ranks (None: not in the top 10)."""
+    values: dict[Figure, Values] = {
+        RECALL_1: {q: rank is not None and rank <= 1 for q, rank in ranks.items()},
+        RECALL_5: {q: rank is not None and rank <= 5 for q, rank in ranks.items()},
+        MRR: {q: 0.0 if rank is None else 1 / rank for q, rank in ranks.items()},
+    }
+    if context is not None:
+        values[ANSWER_CONTEXT] = dict(context)
+    return values
+
+
+def retrieval_values(report: Mapping[str, Any], strategy: str) -> dict[Figure, Values]:
+    """One strategy's per-question retrieval figures; empty when the report lacks them.
+
+    A report written before answer context was stored per question
+    (`retrieval_context`) has the ranks alone.
+    """
+    ranks = report.get("retrieval_ranks", {}).get(strategy)
+    if ranks is None:
+        return {}
+    return strategy_values(ranks, report.get("retrieval_context", {}).get(strategy))
