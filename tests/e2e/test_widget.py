@@ -294,6 +294,71 @@ def test_a_citation_chip_links_to_the_address_the_server_gave_the_document(
     assert opened.value.url == f"{stack.site}/docs/git-push.html"
 
 
+SETTINGS_TABLE = (
+    "| variable | default | what it does |\n"
+    "|---|---|---|\n"
+    "| `CANDOR_TOP_K` | `3` | Passages shown to the model for each question. |\n"
+    "| `CANDOR_CANDIDATES` | `20` | How many results each search returns before fusion. |"
+)
+
+
+def settings_page(site: str) -> list[Chunk]:
+    return [
+        Chunk(
+            "cfg-0", SETTINGS_TABLE, f"{site}/docs/configuration.md", "Configuration", "Retrieval"
+        )
+    ]
+
+
+def test_a_chip_shows_the_title_and_the_quote_that_backs_the_answer(
+    page: Page, start: StartStack
+) -> None:
+    # Given a passage that is a Markdown table, and an answer citing one of its rows
+    answer = "Each search returns 20 results before fusion (`CANDOR_CANDIDATES`) [1]."
+    script = answered_chat() | {"text": [answer]}
+    stack = start(script, chunks=settings_page)
+    widget = Widget(page, stack)
+    widget.open()
+
+    # When a visitor asks
+    reply = widget.ask("How many results does each search return?")
+
+    # Then the chip shows the document's title and that row, in words, not table syntax
+    chip = reply.get_by_role("link", name="[1]Configuration (opens in a new tab)")
+    expect(chip).to_have_attribute("href", f"{stack.site}/docs/configuration.md")
+    expect(chip.locator(".quote")).to_have_text(
+        "variable: CANDOR_CANDIDATES; default: 20; what it does: How many results each "
+        "search returns before fusion."
+    )
+    expect(chip.locator(".quote")).to_be_visible()
+    expect(reply.locator(".sources")).not_to_contain_text("|")
+
+
+def test_from_a_server_older_than_quotes_a_chip_shows_the_snippet(
+    page: Page, start: StartStack
+) -> None:
+    stack = start(answered_chat())
+    page.route(f"{stack.api}/ask/stream", lambda route: route.fulfill(status=404, body="{}"))
+
+    def without_quotes(route: Any) -> None:
+        response = route.fetch()
+        body = response.json()
+        for cited in body["citations"]:
+            del cited["quote"]
+        route.fulfill(response=response, json=body)
+
+    page.route(f"{stack.api}/ask", without_quotes)
+    widget = Widget(page, stack)
+    widget.open()
+
+    reply = widget.ask("What does --force-with-lease do?")
+
+    expect(reply.locator(".sources .quote")).to_have_text(
+        "--force-with-lease protects the remote ref: the push is refused unless the remote "
+        "ref still points at the commit your remote-tracking branch records."
+    )
+
+
 def test_without_ask_stream_it_falls_back_to_post_ask(page: Page, start: StartStack) -> None:
     stack = start(answered_chat())
     # A server (or a proxy) that cannot stream: the route is not there.
@@ -496,6 +561,8 @@ def test_thumbs_down_with_a_reason_and_a_comment_is_stored_on_the_server(
 
 HOSTILE_TITLE = "<img src=x onerror=\"window.__pwned='title'\">"
 HOSTILE_TEXT = "<script>window.__pwned='snippet'</script> --force-with-lease refuses the push."
+# In Markdown an entity is text: its quote reads as the tag the page would show.
+HOSTILE_MARKDOWN = "--force-with-lease &lt;img src=x onerror=\"window.__pwned='quote'\"&gt; works."
 
 
 def hostile_pages(site: str) -> list[Chunk]:
@@ -507,15 +574,16 @@ def hostile_pages(site: str) -> list[Chunk]:
             "javascript:window.__pwned='link'",
             "javascript link",
         ),
+        Chunk("h3-0", HOSTILE_MARKDOWN, "notes/push.md", "push notes"),
     ]
 
 
-def test_html_in_answers_titles_and_snippets_renders_as_text_and_runs_nothing(
+def test_html_in_answers_titles_and_quotes_renders_as_text_and_runs_nothing(
     page: Page, start: StartStack
 ) -> None:
     # Its code-like names are the passages' own, or the support check would remove
     # the sentence and decline.
-    hostile_answer = "<img src=x onerror=\"window.__pwned='snippet'\"> [1] [2]"
+    hostile_answer = "<img src=x onerror=\"window.__pwned='snippet'\"> [1] [2] [3]"
     stack = start(
         {"Triage": [QUESTION], "Grade": [{"answerable": True}], "text": [hostile_answer]},
         chunks=hostile_pages,
@@ -528,12 +596,15 @@ def test_html_in_answers_titles_and_snippets_renders_as_text_and_runs_nothing(
     expect(reply.locator(".answer")).to_contain_text("<img src=x onerror=")
     expect(reply.locator(".sources")).to_contain_text(HOSTILE_TITLE)
     expect(reply.locator(".sources")).to_contain_text("<script>window.__pwned='snippet'</script>")
+    expect(reply.locator(".sources")).to_contain_text(
+        "<img src=x onerror=\"window.__pwned='quote'\">"
+    )
     assert page.evaluate("() => window.__pwned") is None
     assert reply.locator("img, script").count() == 0
-    # The javascript: source is shown as a title and snippet, not as a link.
+    # The javascript: source is shown as a title and quote, not as a link.
     hrefs = [a.get_attribute("href") for a in reply.get_by_role("link").all()]
     assert hrefs == [f"{stack.site}/docs/git-push.html"]
-    expect(reply.locator("span.chip")).to_contain_text("javascript link")
+    expect(reply.locator("span.chip", has_text="javascript link")).to_have_count(1)
 
 
 # Origins

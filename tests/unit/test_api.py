@@ -36,9 +36,37 @@ def test_ask_returns_the_documented_response_shape(make_deps: MakeDeps) -> None:
     assert set(body) == ASK_RESPONSE_KEYS
     assert body["decision"] == "answered"
     assert body["cached"] is False
-    assert set(body["citations"][0]) == {"id", "source", "title", "snippet", "page", "url"}
+    assert set(body["citations"][0]) == {
+        "id",
+        "source",
+        "title",
+        "snippet",
+        "page",
+        "url",
+        "quote",
+    }
     assert set(body["trace"][0]) == {"node", "ms", "tokens_in", "tokens_out", "cost_usd"}
     assert len(body["trace_id"]) == 32
+
+
+PUSH_SENTENCE = (
+    "--force-with-lease protects the remote ref: the push is refused unless the remote ref "
+    "still points at the commit your remote-tracking branch records."
+)
+
+
+def test_each_citation_carries_the_quote_of_its_passage_and_a_repeat_from_the_cache_too(
+    make_deps: MakeDeps,
+) -> None:
+    deps = allowing(make_deps(ScriptedChatModel(ANSWERING)), cache_enabled=True)
+    http = browser(create_app(lambda: deps))
+
+    first = http.post("/ask", json={"question": "What does --force-with-lease do?"}).json()
+    repeat = http.post("/ask", json={"question": "What does --force-with-lease do?"}).json()
+
+    assert [c["quote"] for c in first["citations"]] == [PUSH_SENTENCE]
+    assert repeat["cached"] is True
+    assert repeat["citations"] == first["citations"]
 
 
 @pytest.mark.parametrize(

@@ -91,6 +91,7 @@ def test_steps_come_as_each_node_ends_then_the_tokens_then_done(make_deps: MakeD
     done = events[-1].data
     assert done["decision"] == "answered"
     assert done["citations"][0]["source"] == "git-push.html"
+    assert done["citations"][0]["quote"].startswith("--force-with-lease protects the remote ref")
 
 
 def test_streamed_tokens_never_show_a_pasted_label_or_table_row(make_deps: MakeDeps) -> None:

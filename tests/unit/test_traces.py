@@ -186,6 +186,31 @@ def test_a_trace_stored_before_the_checks_were_recorded_still_reads(
     assert trace.answer == result.answer
 
 
+def test_a_trace_keeps_each_citations_quote(make_deps: MakeDeps) -> None:
+    deps = make_deps(answering())
+    result = asyncio.run(ask(deps, QUESTION))
+
+    trace = stored(deps, result)
+
+    assert [c.quote for c in trace.citations] == [c.quote for c in result.citations]
+    assert trace.citations[0].quote.startswith("--force-with-lease protects the remote ref")
+
+
+def test_a_trace_stored_before_citations_had_quotes_still_reads(make_deps: MakeDeps) -> None:
+    deps = make_deps(answering())
+    result = asyncio.run(ask(deps, QUESTION))
+    raw = deps.state.get_trace(result.trace_id, now=0.0)
+    assert raw is not None
+    body = json.loads(raw.body)
+    for cited in body["citations"]:
+        del cited["quote"]
+
+    trace = Trace.from_stored(dataclasses.replace(raw, body=json.dumps(body)))
+
+    assert [c.quote for c in trace.citations] == [""]
+    assert [c.id for c in trace.citations] == [c.id for c in result.citations]
+
+
 class FailingTraces(SqliteStateStore):
     """The real SQLite store, except that writing a trace fails."""
 

@@ -37,7 +37,11 @@ class CitationOut(BaseModel):
     id: str
     source: str
     title: str
-    snippet: str
+    snippet: str = Field(
+        description=(
+            "The passage's first 240 characters, whitespace collapsed; `quote` reads better."
+        )
+    )
     page: int | None = Field(
         default=None,
         description="For a PDF, the page the passage starts on: link to `source#page=N`.",
@@ -47,6 +51,15 @@ class CitationOut(BaseModel):
         description=(
             "The document's public http(s) address: its S3 object's `x-amz-meta-url`, or "
             "CANDOR_SOURCE_BASE_URL and its path. Absent when it has none."
+        ),
+    )
+    quote: str = Field(
+        default="",
+        description=(
+            "The sentence or two of the passage that back the answer's sentences citing "
+            "it, as plain text (no Markdown, HTML or table syntax; a table row reads "
+            '"header: value; header: value"), at most about 300 characters. Show it as '
+            "text: it is still the document's words. Empty in answers stored before quotes."
         ),
     )
 

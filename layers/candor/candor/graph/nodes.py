@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 
 from candor import retrieval
 from candor.deps import Deps
-from candor.graph import grounding, limits, prompts, smalltalk, support
+from candor.graph import grounding, limits, prompts, quotes, smalltalk, support
 from candor.graph.answer_text import AnswerCleaner, clean_answer
 from candor.graph.citations import cite, with_attribution
 from candor.graph.schemas import Grade, Moderation, Rewrite, Triage
@@ -211,6 +211,8 @@ async def generate(state: GraphState, deps: Deps) -> Update:
     return {
         "decision": "answered",
         "answer": checked.answer,
-        "citations": checked.citations,
+        "citations": quotes.attach(
+            checked.answer, checked.citations, shown, settings.passage_chars
+        ),
         "support": checked.check,
     }

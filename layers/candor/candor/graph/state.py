@@ -23,6 +23,9 @@ class Citation:
     page: int | None = None
     # The document's public http(s) address (candor.urls), when it has one.
     url: str | None = None
+    # The sentence or two of the passage that back the answer's sentences citing it,
+    # as plain text (candor.graph.quotes). Empty in records stored before quotes.
+    quote: str = ""
 
 
 @dataclass(frozen=True, slots=True)

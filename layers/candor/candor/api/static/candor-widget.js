@@ -8,7 +8,7 @@
  * (open at load). CSS custom properties on the page reach into the widget too:
  * candor-widget { --candor-accent: #7b1fa2; --candor-accent-text: #fff; --candor-font: serif }.
  *
- * Everything the API sends (answers, titles, snippets, sources) is untrusted: it is
+ * Everything the API sends (answers, titles, quotes, sources) is untrusted: it is
  * rendered as text only (textContent, never innerHTML), and a source becomes a link
  * only when it is an absolute http(s) address.
  */
@@ -155,7 +155,7 @@ h2 { margin: 0; font-size: 16px; }
   background: #fff; color: #1f1f1f; font-size: 13px; text-decoration: none; }
 a.chip { color: #0842a0; border-color: #0842a0; }
 a.chip:hover { text-decoration: underline; }
-.snippet { display: -webkit-box; -webkit-box-orient: vertical; -webkit-line-clamp: 3; overflow: hidden;
+.quote { display: -webkit-box; -webkit-box-orient: vertical; -webkit-line-clamp: 4; overflow: hidden;
   color: #474747; font-size: 12px; }
 .num { font-weight: 700; margin-right: 4px; }
 .row { display: flex; gap: 6px; align-items: center; margin-top: 8px; white-space: normal; }
@@ -529,15 +529,17 @@ textarea:disabled { background: #f1f3f4; }
     const list = el("ol", { class: "sources", "aria-label": text.sources });
     citations.forEach((citation, i) => {
       const title = String(citation.title || citation.source || "");
-      const snippet = String(citation.snippet || "");
+      // The quote is the passage's words that back the answer, as plain text; a server
+      // older than quotes sends only the snippet.
+      const quote = el("span", { class: "quote" },
+        [String(citation.quote || citation.snippet || "")]);
       let url = safeUrl(citation.url) || safeUrl(citation.source);
       if (url && citation.page && !new URL(url).hash) url += "#page=" + Number(citation.page);
       const number = el("span", { class: "num" }, [`[${i + 1}]`]);
       const chip = url
-        ? el("a", { class: "chip", href: url, target: "_blank", rel: "noopener noreferrer",
-          title: snippet }, [number, title, el("span", { class: "sr" }, [" " + text.newTab])])
-        : el("span", { class: "chip" }, [number, title,
-          el("span", { class: "snippet" }, [snippet])]);
+        ? el("a", { class: "chip", href: url, target: "_blank", rel: "noopener noreferrer" },
+          [number, title, el("span", { class: "sr" }, [" " + text.newTab]), quote])
+        : el("span", { class: "chip" }, [number, title, quote]);
       list.append(el("li", {}, [chip]));
     });
     return list;
