@@ -41,6 +41,19 @@ def test_a_setting_no_document_names_is_declined_without_asking_the_model(
     assert result.grades[-1].grounding.absent == ("core.autoCompactHistory",)
 
 
+def test_a_third_party_product_no_document_names_is_declined_without_asking_the_model(
+    make_deps: MakeDeps,
+) -> None:
+    # Not code-like: a proper noun. The passages are about git bisect, never Litestream.
+    chat = ScriptedChatModel({"Triage": [QUESTION]})
+    result = ask(make_deps, chat, "How do I install Litestream next to git bisect run?")
+    assert result.decision == "declined"
+    assert chat.kinds() == ["Triage"]
+    assert result.grades[-1].by == "gate"
+    assert result.grades[-1].grounding.absent == ("Litestream",)
+    assert result.grades[-1].grounding.products == ("Litestream",)
+
+
 def test_a_made_up_flag_next_to_a_real_command_is_declined(make_deps: MakeDeps) -> None:
     chat = ScriptedChatModel({"Triage": [QUESTION]})
     result = ask(make_deps, chat, "What does git push --force-if-newer do?")
