@@ -121,8 +121,24 @@ def test_a_sentence_stating_a_value_no_cited_passage_gives_is_removed(
     assert result.decision == "answered"
     assert result.answer == "git bisect run skips a commit when the script exits with 125 [1]."
     assert result.support is not None
-    assert result.support.unsupported == ("30",)
+    assert result.support.unsupported == ("30 seconds",)
     assert result.support.removed == ("The default timeout for the script is 30 seconds [1].",)
+
+
+def test_a_count_whose_digits_the_passage_gives_for_something_else_is_removed(
+    make_deps: MakeDeps,
+) -> None:
+    # 125 stands in the cited passage as an exit code, not as a number of years, and
+    # E125 is a code no passage holds.
+    reply = (
+        "git bisect run skips a commit when the script exits with 125 [1]. "
+        "This has worked for 125 years [1]. Other codes print E125 [1]."
+    )
+    result = answered(make_deps, reply, "Which exit code makes git bisect run skip a commit?")
+    assert result.decision == "answered"
+    assert result.answer == "git bisect run skips a commit when the script exits with 125 [1]."
+    assert result.support is not None
+    assert result.support.unsupported == ("125 years", "E125")
 
 
 def test_an_answer_with_nothing_supported_left_is_declined(make_deps: MakeDeps) -> None:

@@ -78,6 +78,8 @@ def test_product_and_project_names_are_found_in_a_question(question: str, names:
         ("Is Git's LFS the same as SQL?", ["Git"]),  # acronyms alone are not names
         ("What does `Bitbucket` print?", []),  # code, read by code_names
         ('What does "Already up to date" mean?', []),  # a quoted message opens a sentence
+        ("Why are my row IDs and URLs reused?", []),  # plural acronyms
+        ("**Track Used Rows**: keep a list of them.", []),  # a bold heading
     ],
 )
 def test_first_words_courtesies_title_case_acronyms_and_code_are_not_product_names(

@@ -13,7 +13,8 @@ the documents do not hold the phrase, its words are judged one by one (`words_of
 so that a phrase the documents write differently never counts as absent while each
 of its words is there. An acronym alone is not a name: the documents may spell it
 out ("LFS", "Large File Storage"). A sentence in title case ("How Do I Reset My
-Branch?") says nothing about names but the ones with capitals inside.
+Branch?"), a Markdown heading or a bold span says nothing about names but the ones
+with capitals inside.
 
 Whether a text holds a name ignores case ("sqlite" holds SQLite) and lets digits or
 punctuation follow it ("sqlite3", "git-push" hold SQLite and Git), but not letters
@@ -61,15 +62,19 @@ _TITLE_SMALL = frozenset(_TITLE_SMALL_TEXT.split())
 
 def _internal_capitals(word: str) -> bool:
     # GitHub, SQLite, macOS, iPhone: a capital after the first letter, and lower case.
-    return any(c.isupper() for c in word[1:]) and any(c.islower() for c in word)
+    upper = any(c.isupper() for c in word[1:])
+    return upper and any(c.islower() for c in word) and not _acronym(word)
 
 
 def _capitalised(word: str) -> bool:
     return word[:1].isupper() and word[1:].islower() and len(word) > 1
 
 
+_ACRONYM = re.compile(r"[A-Z]{2,}s?")  # SQL, and its plural: APIs, IDs, URLs
+
+
 def _acronym(word: str) -> bool:
-    return len(word) > 1 and word.isupper() and "-" not in word
+    return _ACRONYM.fullmatch(word) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,11 +82,15 @@ class _Token:
     word: str  # the letters, or "" when the token is not a word of letters
     starts_clause: bool
     ends_run: bool  # punctuation after it: the next word is not part of the same name
+    heading: bool = False  # in a Markdown heading or bold span, written in title case
 
 
 def _tokens(line: str) -> list[_Token]:
     tokens: list[_Token] = []
     clause_start = True
+    # "# Create a Unique Index", "**Track Used IDs**:": headings capitalise words.
+    heading = line.lstrip().startswith("#")
+    bold = False
     for raw in line.split():
         core = raw.lstrip(_OPENERS)
         # A quoted message starts a sentence of its own ("Already up to date").
@@ -89,14 +98,16 @@ def _tokens(line: str) -> list[_Token]:
         if _BULLET.match(raw):
             clause_start = True
             continue
-        stripped = core.rstrip(_CLOSERS + _CLAUSE_END + ",")
+        bold = bold or raw.startswith(("**", "__"))
+        stripped = core.rstrip(_CLOSERS + _CLAUSE_END + ",_")
         tail = core[len(stripped) :]
         owner = _POSSESSIVE.sub("", stripped)  # "GitHub's editor": the name ends there
         # "SQLCipher-encrypted", "non-GitHub": the name without its lower-case parts.
         word = _LOWER_PARTS.sub("", owner) if _LETTERS.fullmatch(owner) else ""
         ends = bool(tail) or not word or word != stripped
-        tokens.append(_Token(word, clause_start or opened, ends))
+        tokens.append(_Token(word, clause_start or opened, ends, heading or bold))
         clause_start = any(c in _CLAUSE_END for c in tail)
+        bold = bold and not ("**" in tail or "__" in tail)
     return tokens
 
 
@@ -126,7 +137,8 @@ def _is_name_word(token: _Token, title_case: bool) -> bool:
         return False
     if _internal_capitals(word):
         return True
-    return _capitalised(word) and not token.starts_clause and not title_case
+    title = title_case or token.heading
+    return _capitalised(word) and not token.starts_clause and not title
 
 
 def _joins(token: _Token) -> bool:
@@ -151,7 +163,8 @@ def _clause_names(clause: list[_Token]) -> list[str]:
         run.clear()
 
     for token in clause:
-        if _is_name_word(token, title_case) or (_joins(token) and not title_case):
+        joins = _joins(token) and not title_case and not token.heading
+        if _is_name_word(token, title_case) or joins:
             run.append(token)
         else:
             close()
