@@ -137,7 +137,7 @@ def test_a_trace_records_what_the_support_check_removed(make_deps: MakeDeps) -> 
     trace = stored(deps, result)
     assert trace.answer == "It refuses to overwrite work you have not seen [1]."
     assert trace.support is not None
-    assert trace.support.unsupported == ("30",)
+    assert trace.support.unsupported == ("30 seconds",)
     assert trace.support.removed == ("The lease lasts 30 seconds [1].",)
     assert trace.support == result.support
     assert [(g.by, g.answerable) for g in trace.grades] == [("model", True)]
