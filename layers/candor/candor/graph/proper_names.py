@@ -31,8 +31,8 @@ from candor.text import ATTRIBUTION_STOPWORDS
 # Capitalised words that are not names: said at the start of a clause, out of
 # courtesy or for emphasis, or calendar words. Compared case-insensitively, with
 # text.py's stopwords. Short on purpose: a common word capitalised mid-sentence is
-# looked up without ignoring case, and every document holds it, so missing one here
-# costs a lookup, not an answer.
+# looked up in any case, and the documents hold it in lower case, so missing one
+# here costs a lookup, not an answer.
 _COMMON_TEXT = """
     also always anyway because besides both dear either even every except first hello hey
     hi however indeed instead its last maybe meanwhile never next note now ok okay once
