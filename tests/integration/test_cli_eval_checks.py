@@ -69,7 +69,7 @@ def test_agent_records_hold_the_grades_the_gate_and_the_support_verdict(deps: De
     answered, declined = evaluate_agent(questions, deps, bar=False, timeout=60)
 
     assert answered.decision == "answered", answered.error
-    assert answered.support == "trimmed" and answered.unsupported == ("3",)
+    assert answered.support == "trimmed" and answered.unsupported == ("3 times",)
     assert answered.unsupported_left == ()  # the answer as sent holds nothing unsupported
     assert [(g.by, g.answerable) for g in answered.grades] == [("model", True)]
     assert answered.grades[0].context in ("has_keywords", "lacks_keywords")

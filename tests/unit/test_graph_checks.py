@@ -41,6 +41,19 @@ def test_a_setting_no_document_names_is_declined_without_asking_the_model(
     assert result.grades[-1].grounding.absent == ("core.autoCompactHistory",)
 
 
+def test_a_third_party_product_no_document_names_is_declined_without_asking_the_model(
+    make_deps: MakeDeps,
+) -> None:
+    # Not code-like: a proper noun. The passages are about git bisect, never Litestream.
+    chat = ScriptedChatModel({"Triage": [QUESTION]})
+    result = ask(make_deps, chat, "How do I install Litestream next to git bisect run?")
+    assert result.decision == "declined"
+    assert chat.kinds() == ["Triage"]
+    assert result.grades[-1].by == "gate"
+    assert result.grades[-1].grounding.absent == ("Litestream",)
+    assert result.grades[-1].grounding.products == ("Litestream",)
+
+
 def test_a_made_up_flag_next_to_a_real_command_is_declined(make_deps: MakeDeps) -> None:
     chat = ScriptedChatModel({"Triage": [QUESTION]})
     result = ask(make_deps, chat, "What does git push --force-if-newer do?")
@@ -108,8 +121,24 @@ def test_a_sentence_stating_a_value_no_cited_passage_gives_is_removed(
     assert result.decision == "answered"
     assert result.answer == "git bisect run skips a commit when the script exits with 125 [1]."
     assert result.support is not None
-    assert result.support.unsupported == ("30",)
+    assert result.support.unsupported == ("30 seconds",)
     assert result.support.removed == ("The default timeout for the script is 30 seconds [1].",)
+
+
+def test_a_count_whose_digits_the_passage_gives_for_something_else_is_removed(
+    make_deps: MakeDeps,
+) -> None:
+    # 125 stands in the cited passage as an exit code, not as a number of years, and
+    # E125 is a code no passage holds.
+    reply = (
+        "git bisect run skips a commit when the script exits with 125 [1]. "
+        "This has worked for 125 years [1]. Other codes print E125 [1]."
+    )
+    result = answered(make_deps, reply, "Which exit code makes git bisect run skip a commit?")
+    assert result.decision == "answered"
+    assert result.answer == "git bisect run skips a commit when the script exits with 125 [1]."
+    assert result.support is not None
+    assert result.support.unsupported == ("125 years", "E125")
 
 
 def test_an_answer_with_nothing_supported_left_is_declined(make_deps: MakeDeps) -> None:

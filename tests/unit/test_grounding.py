@@ -11,7 +11,7 @@ import pytest
 
 from candor.backends.hashing_embedder import HashingEmbedder
 from candor.backends.sqlite_index import SqliteVectorIndex
-from candor.graph import grounding
+from candor.graph import grounding, proper_names
 from candor.graph.state import GroundingCheck
 from candor.types import Chunk, Hit, Rankings
 
@@ -50,6 +50,51 @@ def test_words_file_names_and_notations_are_not_names(question: str) -> None:
     assert grounding.code_names(question) == []
 
 
+@pytest.mark.parametrize(
+    ("question", "names"),
+    [
+        ("How do I turn on branch protection on GitHub?", ["GitHub"]),
+        ("How do I set up Litestream to replicate my database to S3?", ["Litestream"]),
+        ("How do I open an SQLCipher-encrypted database?", ["SQLCipher"]),
+        (
+            "Can I push to Bitbucket Cloud from Visual Studio Code?",
+            ["Bitbucket Cloud", "Visual Studio Code"],
+        ),
+        ("Bitbucket Cloud rejects my push. Why?", ["Bitbucket Cloud"]),
+        ("Does it run on AWS Lambda, macOS or Windows?", ["AWS Lambda", "macOS", "Windows"]),
+        ("Is GitHub's web editor the same as GitHub?", ["GitHub"]),
+    ],
+)
+def test_product_and_project_names_are_found_in_a_question(question: str, names: list[str]) -> None:
+    assert proper_names.product_names(question) == names
+
+
+@pytest.mark.parametrize(
+    ("question", "names"),
+    [
+        ("Rebase or merge: which keeps history linear?", []),  # a sentence's first word
+        ("I pushed on Monday. Then what? Nothing. Please help, thanks!", []),
+        ("How Do I Reset My Branch To The Remote?", []),  # title case
+        ("Is Git's LFS the same as SQL?", ["Git"]),  # acronyms alone are not names
+        ("What does `Bitbucket` print?", []),  # code, read by code_names
+        ('What does "Already up to date" mean?', []),  # a quoted message opens a sentence
+        ("Why are my row IDs and URLs reused?", []),  # plural acronyms
+        ("**Track Used Rows**: keep a list of them.", []),  # a bold heading
+    ],
+)
+def test_first_words_courtesies_title_case_acronyms_and_code_are_not_product_names(
+    question: str, names: list[str]
+) -> None:
+    assert proper_names.product_names(question) == names
+
+
+def test_a_product_name_is_held_in_any_case_and_before_digits_but_not_inside_a_word() -> None:
+    assert proper_names.holds("run sqlite3 test.db", "SQLite")
+    assert proper_names.holds("hosted on github or elsewhere", "GitHub")
+    assert proper_names.holds("see visual-studio-code", "Visual Studio Code")
+    assert not proper_names.holds("raw.githubusercontent.com", "GitHub")
+
+
 def test_a_name_is_mentioned_in_any_case_and_with_a_hyphen_for_a_space() -> None:
     assert grounding.mentions("See git-range-diff(1).", "git range-diff")
     assert grounding.mentions("push.autoSetupRemote: if true", "push.autosetupremote")
@@ -74,6 +119,14 @@ def index(tmp_path: Path) -> Iterator[SqliteVectorIndex]:
         Chunk("d-0", "gc.auto: above this many loose objects gc runs. Default 6700.", "gc.html"),
         Chunk("d-1", "Loose objects are packed by git gc.", "gc.html"),
         Chunk("d-2", "git commit --amend replaces the tip of the branch.", "commit.html"),
+        Chunk(
+            "d-3",
+            "Hosting services such as github keep a bare repository in the cloud.",
+            "hosting.html",
+        ),
+        Chunk(
+            "d-4", "In the Visual editor, open the Studio window and the Code menu.", "editor.html"
+        ),
     ]
     index = SqliteVectorIndex(tmp_path / "index.sqlite3", embedder.dimensions)
     index.upsert(chunks, embedder.embed([c.text for c in chunks]))
@@ -145,4 +198,46 @@ def test_an_index_without_keyword_search_cannot_make_the_gate_decline(
         )
     )
     assert found.absent == () and found.unchecked == ("gc.autoCompact",)
+    assert passages == tuple(shown)
+
+
+# -- product names -------------------------------------------------------------
+
+GC_SHOWN = [hit("d-1", "Loose objects are packed by git gc.")]
+
+
+def test_a_product_no_document_names_is_absent(index: SqliteVectorIndex) -> None:
+    # A third-party product on documents that never name it: the gate declines.
+    found, passages = check("How do I set up Litestream to back up after git gc?", GC_SHOWN, index)
+    assert found.absent == ("Litestream",)
+    assert found.products == ("Litestream",)
+    assert passages == tuple(GC_SHOWN)
+
+
+def test_a_product_the_index_names_in_another_case_is_brought_in_not_declined(
+    index: SqliteVectorIndex,
+) -> None:
+    found, passages = check("Does git gc run on GitHub?", GC_SHOWN, index)
+    assert found.absent == ()
+    assert found.in_index == ("GitHub",) and found.products == ("GitHub",)
+    assert [p.chunk.id for p in passages] == ["d-3", "d-1"]
+
+
+def test_a_multiword_name_is_absent_only_when_one_of_its_words_is(
+    index: SqliteVectorIndex,
+) -> None:
+    # No document says "Visual Studio Code", but each of its words is held somewhere...
+    held, _ = check("Can I run git gc from Visual Studio Code?", GC_SHOWN, index)
+    assert held.absent == ()
+    # ... while no document holds "Bitbucket" at all.
+    found, _ = check("Can I run git gc on Bitbucket Cloud?", GC_SHOWN, index)
+    assert found.absent == ("Bitbucket",)
+
+
+def test_a_name_the_passages_shown_hold_is_shown_without_a_lookup(
+    index: SqliteVectorIndex,
+) -> None:
+    shown = [hit("x-1", "Pushing to GitHub works like any remote.")]
+    found, passages = check("How do I push to GitHub?", shown, index)
+    assert found.shown == ("GitHub",) and found.in_index == () and found.absent == ()
     assert passages == tuple(shown)

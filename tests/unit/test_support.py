@@ -32,8 +32,19 @@ def test_specifics_are_numbers_quoted_values_and_code_like_names() -> None:
     assert found == ["0", "2.39", "git gc --auto", "gc.auto", "--auto", "--quiet"]
 
 
-def test_numbers_inside_identifiers_and_markers_are_not_specifics() -> None:
-    assert specifics("Use HEAD~1, sha256 or utf8 [2].") == []
+def test_a_number_inside_a_name_or_a_marker_is_not_a_number_of_its_own() -> None:
+    # sha256 and E4012 are codes, each one specific; HEAD~1's 1, a word with one
+    # digit (utf8, an example's branch1), an ordinal and a marker are not.
+    assert specifics("Use HEAD~1, sha256 or utf8 [2]; E4012 means branch1 is gone.") == [
+        "sha256",
+        "E4012",
+    ]
+    assert specifics("Pass it as the 2nd argument [1].") == []
+
+
+def test_a_number_is_read_with_what_it_counts() -> None:
+    found = specifics("Keep 5 years, 20MB or 10 % of it, from version 3 on port 8080 [1].")
+    assert found == ["5 years", "20MB", "10 %", "version 3", "port 8080"]
 
 
 def test_sentences_join_back_into_the_text_and_keep_their_markers() -> None:
@@ -96,3 +107,81 @@ def test_a_passage_named_by_its_number_is_not_an_unsupported_number(sentence: st
     # number is candor's, not a value the answer states.
     assert "1" not in specifics(sentence) and "2" not in specifics(sentence)
     assert verified(sentence, [GC]).check.verdict == "supported"
+
+
+# -- numbers with what they count, codes and product names ---------------------
+
+FORMAT = Hit(
+    Chunk(
+        "f-0",
+        "Databases written by SQLite version 3 can be read by every later release. "
+        "A page is 4096 bytes by default, and a cache of 2 MiB is kept. Busy "
+        "handlers wait up to 5 seconds. The call fails with SQLITE_E4012X.",
+        "fileformat.html",
+        "Database file format",
+    ),
+    0.0,
+)
+
+
+def format_answer(answer: str) -> Verified:
+    return verify(
+        answer, (citation(FORMAT),), [FORMAT], "How long is a file readable?", passage_chars=600
+    )
+
+
+def test_a_count_of_years_is_unsupported_where_its_digits_stand_as_a_version() -> None:
+    result = format_answer("A page is 4096 bytes [1]. Files stay readable for 3 years [1].")
+    assert result.answer == "A page is 4096 bytes [1]."
+    assert result.check.unsupported == ("3 years",)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "The cache holds 2 MB [1].",  # MB and MiB are one family
+        "The cache is a 2-MiB one [1].",
+        "Busy handlers wait 5 secs [1].",
+        "A 5-second wait is the most [1].",
+        "Files from v3 are readable [1].",
+    ],
+)
+def test_a_count_with_another_form_of_its_unit_is_supported(answer: str) -> None:
+    assert format_answer(answer).check.verdict == "supported"
+
+
+@pytest.mark.parametrize(
+    ("answer", "missing"),
+    [
+        ("Busy handlers wait 5 minutes [1].", "5 minutes"),
+        ("Pages are 4096 KB [1].", "4096 KB"),
+        ("It changed in version 5 [1].", "version 5"),
+    ],
+)
+def test_a_count_with_a_unit_of_another_family_is_unsupported(answer: str, missing: str) -> None:
+    result = format_answer(answer)
+    assert result.check.declined and result.check.unsupported == (missing,)
+
+
+def test_an_error_code_no_cited_passage_holds_is_unsupported_though_its_digits_are() -> None:
+    # "4012" stands in the passage inside another code; E4012 as a token does not.
+    result = format_answer("Busy handlers wait up to 5 seconds [1]. Then it fails with E4012 [1].")
+    assert result.answer == "Busy handlers wait up to 5 seconds [1]."
+    assert result.check.unsupported == ("E4012",)
+
+
+def test_a_code_the_cited_passage_holds_in_another_case_is_supported() -> None:
+    assert format_answer("The call fails with sqlite_e4012x [1].").check.verdict == "supported"
+
+
+def test_a_product_no_cited_passage_names_is_unsupported() -> None:
+    result = format_answer("A page is 4096 bytes [1]. Back it up with Litestream [1].")
+    assert result.answer == "A page is 4096 bytes [1]."
+    assert result.check.unsupported == ("Litestream",)
+
+
+def test_a_product_the_cited_passage_names_in_another_case_is_supported() -> None:
+    shell = Hit(Chunk("s-0", "Run sqlite3 test.db to open a database.", "cli.html"), 0.0)
+    answer = "Open it in the SQLite shell [1]."
+    result = verify(answer, (citation(shell),), [shell], "How do I open it?", passage_chars=600)
+    assert result.check.verdict == "supported"

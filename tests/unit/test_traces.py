@@ -137,7 +137,7 @@ def test_a_trace_records_what_the_support_check_removed(make_deps: MakeDeps) -> 
     trace = stored(deps, result)
     assert trace.answer == "It refuses to overwrite work you have not seen [1]."
     assert trace.support is not None
-    assert trace.support.unsupported == ("30",)
+    assert trace.support.unsupported == ("30 seconds",)
     assert trace.support.removed == ("The lease lasts 30 seconds [1].",)
     assert trace.support == result.support
     assert [(g.by, g.answerable) for g in trace.grades] == [("model", True)]
@@ -168,6 +168,23 @@ def test_the_gates_names_stay_out_of_traces_with_the_question(make_deps: MakeDep
     assert trace.grades[-1].by == "gate"
     assert trace.grades[-1].grounding.absent == ()
     assert "autoCompactHistory" not in deps.state.get_trace(result.trace_id, now=0.0).body  # type: ignore[union-attr]
+
+
+def test_a_product_decline_is_traced_and_a_grounding_stored_without_products_reads(
+    make_deps: MakeDeps,
+) -> None:
+    deps = make_deps(ScriptedChatModel({"Triage": [{"abusive": False, "kind": "question"}]}))
+    result = asyncio.run(ask(deps, "How do I set up Litestream for git bisect run?"))
+    raw = deps.state.get_trace(result.trace_id, now=0.0)
+    assert raw is not None
+    assert Trace.from_stored(raw).grades[-1].grounding.products == ("Litestream",)
+
+    body = json.loads(raw.body)  # as stored before the gate read product names
+    del body["grades"][-1]["grounding"]["products"]
+    trace = Trace.from_stored(dataclasses.replace(raw, body=json.dumps(body)))
+
+    assert trace.grades[-1].grounding.absent == ("Litestream",)
+    assert trace.grades[-1].grounding.products == ()
 
 
 def test_a_trace_stored_before_the_checks_were_recorded_still_reads(

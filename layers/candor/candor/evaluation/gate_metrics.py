@@ -41,6 +41,7 @@ class GateRecord:
     in_index: tuple[str, ...]
     unchecked: tuple[str, ...]
     added: tuple[str, ...]
+    products: tuple[str, ...] = ()  # which names are product or project names
     # Whether the passages shown hold every expected keyword (answerable kinds only).
     context_before: bool | None = None
     context_after: bool | None = None
@@ -63,6 +64,7 @@ class GateRecord:
             "in_index": list(self.in_index),
             "unchecked": list(self.unchecked),
             "added": list(self.added),
+            "products": list(self.products),
             "context_before": self.context_before,
             "context_after": self.context_after,
         }
@@ -116,6 +118,7 @@ def evaluate_gate(
                 in_index=check.in_index,
                 unchecked=check.unchecked,
                 added=check.added,
+                products=check.products,
                 context_before=_context(hits, question, settings) if answerable else None,
                 context_after=_context(passages, question, settings) if answerable else None,
             )

@@ -1,4 +1,4 @@
-"""The grounding gate: the code-like names a question relies on must exist in the documents.
+"""The grounding gate: the names a question relies on must exist in the documents.
 
 A question that names a setting, flag, error code, command or version asks about
 that exact thing. Whether the documents mention it is a fact the index can
@@ -12,8 +12,10 @@ The names looked for are those a visitor cannot paraphrase: `--flags`,
 snake_case and dotted settings (`gc.auto`, `SQLITE_MISUSE`), dot-commands
 (`.import`), functions (`json_extract()`), version numbers, the number after
 "exit code" or "error", and what the visitor put between backticks (a command
-such as `git range-diff`). Plain words and acronyms are not names: the
-documents may say them another way.
+such as `git range-diff`). Product and project names count too (GitHub,
+Litestream, Visual Studio Code: see proper_names): a question about a product
+the documents never name is about something they do not cover. Plain words and
+acronyms are not names: the documents may say them another way.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from candor.deps import Deps
-from candor.graph import prompts
+from candor.graph import prompts, proper_names
 from candor.graph.state import GradedBy, GradeRecord, GraphState, GroundingCheck, Update
 from candor.ports import VectorIndex
 from candor.types import Hit
@@ -156,6 +158,25 @@ def lookup(index: VectorIndex, name: str) -> list[Hit]:
     return [hit for hit in rankings.keyword if mentions(_whole(hit), name)]
 
 
+def lookup_product(index: VectorIndex, name: str, question: str) -> list[Hit]:
+    """The index's chunks that hold the product name `name`, those the question's own
+    words rank best first.
+
+    A product name is often a common word of the documents too ("Windows"): the
+    chunk that ranks best for the name alone is then any chunk, and putting it first
+    would push out a retrieved passage for nothing. Ranked by the question, the chunk
+    that holds the name is the one about what the visitor asked.
+    """
+    keywords = f"{question} {lookup_keywords(name)}"
+    ranked = index.query(vector=None, keywords=keywords, top_k=LOOKUP_CANDIDATES).keyword
+    alone = index.query(vector=None, keywords=lookup_keywords(name), top_k=LOOKUP_CANDIDATES)
+    hits: dict[str, Hit] = {}
+    for hit in [*ranked, *alone.keyword]:
+        if hit.chunk.id not in hits and proper_names.holds(_whole(hit), name):
+            hits[hit.chunk.id] = hit
+    return list(hits.values())
+
+
 def searches_keywords(index: VectorIndex, passages: Sequence[Hit]) -> bool:
     """Whether the index answers keyword queries: it must find a passage's own words.
 
@@ -168,6 +189,64 @@ def searches_keywords(index: VectorIndex, passages: Sequence[Hit]) -> bool:
     return bool(index.query(vector=None, keywords=words, top_k=1).keyword)
 
 
+@dataclass(frozen=True, slots=True)
+class _Finding:
+    """One name: where it stands, and the chunks of the index that hold it."""
+
+    name: str
+    product: bool
+    shown: bool
+    hits: list[Hit] | None = None  # None: not looked up (shown, or no keyword search)
+
+
+def _find(
+    question: str,
+    passages: Sequence[Hit],
+    index: VectorIndex,
+    passage_chars: int,
+) -> list[_Finding]:
+    """Every name of `question`, found in the passages shown or looked up in the index.
+
+    A product name of several words that no document holds as a phrase is judged
+    word by word (proper_names.words_of): "Visual Studio Code" is absent only if
+    one of its words is.
+    """
+    seen = [shown(hit, passage_chars) for hit in passages]
+    can_look = None  # asked once, and only when a name is missing
+
+    def keyword_search() -> bool:
+        nonlocal can_look
+        if can_look is None:
+            can_look = searches_keywords(index, passages)
+        return can_look
+
+    def code(name: str) -> _Finding:
+        if any(mentions(text, name) for text in seen):
+            return _Finding(name, False, True)
+        return _Finding(name, False, False, lookup(index, name) if keyword_search() else None)
+
+    def product(name: str, split: bool) -> list[_Finding]:
+        if any(proper_names.holds(text, name) for text in seen):
+            return [_Finding(name, True, True)]
+        if not keyword_search():
+            return [_Finding(name, True, False)]
+        hits = lookup_product(index, name, question)
+        parts = proper_names.words_of(name)
+        if hits or not split or len(name.split()) == 1 or not parts:
+            return [_Finding(name, True, False, hits)]
+        return [found for part in parts for found in product(part, False)]
+
+    codes = code_names(question)
+    findings = [code(name) for name in codes]
+    for name in proper_names.product_names(question):
+        if not _covered(name, codes):
+            findings += [f for f in product(name, True) if not _covered(f.name, codes)]
+    unique: dict[str, _Finding] = {}
+    for found in findings:
+        unique.setdefault(found.name.casefold(), found)
+    return list(unique.values())
+
+
 async def check(
     question: str, passages: Sequence[Hit], index: VectorIndex, *, passage_chars: int, top_k: int
 ) -> tuple[GroundingCheck, tuple[Hit, ...]]:
@@ -177,39 +256,33 @@ async def check(
     passage holding it goes first, ahead of the retrieved ones, which keep their
     order and are cut to `top_k` in all.
     """
-    names = code_names(question)
-    if not names:
+    findings = await asyncio.to_thread(_find, question, passages, index, passage_chars)
+    if not findings:
         return GroundingCheck(), tuple(passages)
-    seen = [shown(hit, passage_chars) for hit in passages]
-    in_shown = tuple(n for n in names if any(mentions(text, n) for text in seen))
-    missing = [n for n in names if n not in in_shown]
-
-    def look() -> list[list[Hit] | None]:
-        if not missing or not searches_keywords(index, passages):
-            return [None] * len(missing)
-        return [lookup(index, name) for name in missing]
-
-    found = await asyncio.to_thread(look)
     in_index: list[str] = []
     absent: list[str] = []
     unchecked: list[str] = []
     added: list[Hit] = []
-    for name, hits in zip(missing, found, strict=True):
-        if hits is None:
-            unchecked.append(name)
+    for found in findings:
+        if found.shown:
             continue
-        (in_index if hits else absent).append(name)
+        if found.hits is None:
+            unchecked.append(found.name)
+            continue
+        (in_index if found.hits else absent).append(found.name)
         # Prefer a passage that shows the name within the part the model reads.
-        visible = [h for h in hits if mentions(shown(h, passage_chars), name)]
-        best = (visible or hits)[:1]
+        holds = proper_names.holds if found.product else mentions
+        visible = [h for h in found.hits if holds(shown(h, passage_chars), found.name)]
+        best = (visible or found.hits)[:1]
         added += [h for h in best if all(h.chunk.id != a.chunk.id for a in added)]
     check = GroundingCheck(
-        names=tuple(names),
-        shown=in_shown,
+        names=tuple(f.name for f in findings),
+        shown=tuple(f.name for f in findings if f.shown),
         in_index=tuple(in_index),
         absent=tuple(absent),
         unchecked=tuple(unchecked),
         added=tuple(hit.chunk.id for hit in added) if not absent else (),
+        products=tuple(f.name for f in findings if f.product),
     )
     if absent or not added:
         return check, tuple(passages)

@@ -42,7 +42,8 @@ GradedBy = Literal["model", "gate", "no_passages"]
 
 @dataclass(frozen=True, slots=True)
 class GroundingCheck:
-    """What the grounding gate found for the code-like names a question relies on.
+    """What the grounding gate found for the names a question relies on: code-like
+    names, and product or project names (listed again in `products`).
 
     Every name is in exactly one group: in the passages shown, in the index only (a
     keyword retrieval then adds the passage that holds it), in no document at all
@@ -56,6 +57,8 @@ class GroundingCheck:
     absent: tuple[str, ...] = ()
     unchecked: tuple[str, ...] = ()
     added: tuple[str, ...] = ()  # ids of the passages the keyword retrieval added
+    # Which of the names are product or project names (GitHub, Litestream), not code.
+    products: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
