@@ -185,3 +185,12 @@ def test_a_product_the_cited_passage_names_in_another_case_is_supported() -> Non
     answer = "Open it in the SQLite shell [1]."
     result = verify(answer, (citation(shell),), [shell], "How do I open it?", passage_chars=600)
     assert result.check.verdict == "supported"
+
+
+def test_the_first_word_of_a_sentence_is_not_part_of_a_product_name_in_an_answer() -> None:
+    # "Since" opens the sentence; the passage holds SQLite but not the word "since",
+    # so reading "Since SQLite" as one name would remove a supported sentence.
+    shell = Hit(Chunk("s-0", "SQLite pages are 4096 bytes.", "cli.html"), 0.0)
+    answer = "Since SQLite stores pages, each is 4096 bytes [1]."
+    result = verify(answer, (citation(shell),), [shell], "How big is a page?", passage_chars=600)
+    assert result.check.verdict == "supported", result.check.unsupported

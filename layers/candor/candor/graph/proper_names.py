@@ -141,16 +141,16 @@ def _is_name_word(token: _Token, title_case: bool) -> bool:
     return _capitalised(word) and not token.starts_clause and not title
 
 
-def _joins(token: _Token) -> bool:
+def _joins(token: _Token, *, clause_starts: bool) -> bool:
     # What may stand in a name beside a name word: an acronym (AWS Lambda), or a
-    # capitalised first word of a clause (Bitbucket Cloud ...).
+    # capitalised first word of a clause (Bitbucket Cloud ...) when `clause_starts`.
     word = token.word
     if not word or word.casefold() in COMMON_WORDS:
         return False
-    return _acronym(word) or (_capitalised(word) and token.starts_clause)
+    return _acronym(word) or (clause_starts and _capitalised(word) and token.starts_clause)
 
 
-def _clause_names(clause: list[_Token]) -> list[str]:
+def _clause_names(clause: list[_Token], *, clause_starts: bool) -> list[str]:
     title_case = _title_case(clause)
     names: list[str] = []
     run: list[_Token] = []
@@ -163,7 +163,7 @@ def _clause_names(clause: list[_Token]) -> list[str]:
         run.clear()
 
     for token in clause:
-        joins = _joins(token) and not title_case and not token.heading
+        joins = _joins(token, clause_starts=clause_starts) and not title_case and not token.heading
         if _is_name_word(token, title_case) or joins:
             run.append(token)
         else:
@@ -174,15 +174,18 @@ def _clause_names(clause: list[_Token]) -> list[str]:
     return names
 
 
-def product_names(text: str) -> list[str]:
+def product_names(text: str, *, clause_starts: bool = True) -> list[str]:
     """The product and project names in `text`, in order of first appearance, each once.
 
-    What stands between backticks is code, not a name (grounding reads it).
+    What stands between backticks is code, not a name (grounding reads it). With
+    `clause_starts` False, a clause's capitalised first word never joins a name: in
+    an answer it is most often a verb or an adverb ("Since Git 2.20", "Run GitHub
+    Actions"), which its passage need not hold.
     """
     names: dict[str, None] = {}
     for line in _SPAN.sub(" `` ", text).splitlines():
         for clause in _clauses(_tokens(line)):
-            for name in _clause_names(clause):
+            for name in _clause_names(clause, clause_starts=clause_starts):
                 if name.casefold() not in {n.casefold() for n in names}:
                     names[name] = None
     return list(names)

@@ -112,7 +112,7 @@ def read_specifics(sentence: str) -> list[Specific]:
     found += [Specific(name, "name") for name in names]
     found += [
         Specific(name, "product")
-        for name in proper_names.product_names(text)
+        for name in proper_names.product_names(text, clause_starts=False)
         if not any(name.casefold() == other.casefold() for other in names)
     ]
     unique: dict[str, Specific] = {}
