@@ -68,7 +68,8 @@ def test_retrieval_only_writes_every_strategy_with_n_and_reuses_the_index(
     for row in first["retrieval"].values():
         assert set(row) >= RETRIEVAL_KEYS
         assert row["n"] == 2  # of 4 questions, two have expected sources
-        assert row["answer_context_n"] == 2 and row["answer_context_k"] == 3
+        assert row["answer_context_n"] == 2 and row["answer_context_k"] == 6
+        assert 0 < row["answer_context_chars"] <= 1800
         assert 0 <= row["recall@1"] <= row["recall@5"] <= row["recall@10"] <= 1
     assert "agent" not in first
     assert first["meta"]["questions"] == 4 and first["meta"]["documents"] == 3

@@ -1,8 +1,8 @@
-"""A question's embedding is metered in its trace and charged to the budget.
+"""A question's embeddings are metered in its trace and charged to the budget.
 
 The OpenAI embedder against the OpenAI-wire test server, which bills a token per
 word; the chat model is scripted and free, so what the ledger holds is the
-embedding alone.
+embeddings alone: the question's, and the sentences retrieve packs.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def server() -> Iterator[RunningOpenAI]:
         yield running
 
 
-def test_the_question_embedding_is_in_the_trace_and_on_the_ledger(
+def test_the_question_and_packing_embeddings_are_in_the_trace_and_on_the_ledger(
     server: RunningOpenAI, tmp_path: Path
 ) -> None:
     price = DEFAULT_PRICES["text-embedding-3-small"]
@@ -62,10 +62,15 @@ def test_the_question_embedding_is_in_the_trace_and_on_the_ledger(
         }
     )
 
+    before = len(server.fake.bodies("/v1/embeddings"))
     result = asyncio.run(service.ask(Deps(settings, chat, embedder, index, None, state), QUESTION))
 
     (retrieve,) = [step for step in result.trace if step.node == "retrieve"]
-    words = len(QUESTION.split())
+    # What the server billed for this question (a token per word it was sent).
+    asked = server.fake.bodies("/v1/embeddings")[before:]
+    sent = [text for body in asked for text in body["input"]]
+    words = sum(len(text.split()) for text in sent)
+    assert sent[0] == QUESTION and len(sent) > 1  # the question, then the packed sentences
     assert retrieve.tokens_in == words
     assert retrieve.cost_usd == pytest.approx(price.cost(words, 0))
     spent = state.budget_spent(guards.daily_ledger(time.time()))

@@ -99,7 +99,8 @@ def test_the_gate_is_measured_on_the_passages_the_graph_shows_with_small_to_big_
     doc = Document("push.html", "git-push(1)", [Section("--force", " ".join(sentences), 2)])
     chunks = chunk_document(doc, max_chars=200, overlap=60)
     embedder = HashingEmbedder()
-    widened = settings.model_copy(update={"widen_passages": True, "max_per_source": 0})
+    unpacked = settings.model_copy(update={"pack_context": False})
+    widened = unpacked.model_copy(update={"widen_passages": True, "max_per_source": 0})
     question = Question(
         "q-wide",
         "What does sentence 5 say?",
@@ -110,7 +111,7 @@ def test_the_gate_is_measured_on_the_passages_the_graph_shows_with_small_to_big_
     with SqliteVectorIndex(tmp_path / "i.sqlite3", embedder.dimensions) as index:
         index.upsert(chunks, embedder.embed([c.text for c in chunks]))
         # (the matched passage alone does not hold both sentences)
-        (alone,) = measure(index, settings, question, top_k=1)
+        (alone,) = measure(index, unpacked, question, top_k=1)
         (record,) = measure(index, widened, question, top_k=1)
 
     # Then the gate sees what the graph would: the neighbours hold the second sentence

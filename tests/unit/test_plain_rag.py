@@ -51,7 +51,7 @@ def ask(
             chat=chat,
             embedder=HashingEmbedder(),
             index=index,
-            top_k=2,
+            budget=1200,
             candidates=10,
             passage_chars=600,
             max_tokens=200,

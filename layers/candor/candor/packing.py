@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from candor.ports import Embedder
+from candor.ports import Embedder, Vectors
 from candor.text import query_terms, token_parts, words
 from candor.types import Chunk, Hit
 
@@ -154,7 +154,12 @@ class Scored:
         return weights.dense * self.dense + weights.lexical * lexical + weights.rank * self.rank
 
 
-def score_units(question: str, candidates: Sequence[Hit], embedder: Embedder) -> Scored:
+def score_units(
+    question: str,
+    candidates: Sequence[Hit],
+    embedder: Embedder,
+    question_vector: Vectors | None = None,
+) -> Scored:
     """Every unit of the candidates (at most MAX_UNITS), with its signals."""
     units: list[Unit] = []
     for number, hit in enumerate(candidates):
@@ -166,8 +171,12 @@ def score_units(question: str, candidates: Sequence[Hit], embedder: Embedder) ->
         empty = np.zeros(0)
         return Scored([], empty, empty, [], 0.0)
     texts = [_unit_text(candidates[u.candidate].chunk, u.start, u.end) for u in units]
-    vectors = embedder.embed([question, *texts])
-    dense = _scaled((vectors[1:] @ vectors[0]).tolist())
+    if question_vector is None:
+        vectors = embedder.embed([question, *texts])
+        question_vector, vectors = vectors[0], vectors[1:]
+    else:
+        vectors = embedder.embed(texts)
+    dense = _scaled((vectors @ question_vector).tolist())
     terms = _term_weights(
         question, [candidates[u.candidate].chunk.text[u.start : u.end] for u in units]
     )
@@ -211,6 +220,7 @@ def pack(
     excerpt_chars: int,
     neighbours: int = 1,
     weights: PackWeights | None = None,
+    question_vector: Vectors | None = None,
 ) -> list[Hit]:
     """The excerpts of `candidates` that best answer `question`, within `budget` characters.
 
@@ -220,7 +230,7 @@ def pack(
     packed text and the chunk's fused score.
     """
     weights = weights or PackWeights()
-    scored = score_units(question, candidates, embedder)
+    scored = score_units(question, candidates, embedder, question_vector)
     units = scored.units
     by_chunk: dict[int, list[Unit]] = {}
     for unit in units:

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
+from candor import packing
 from candor.ingest.chunking import chunk_id, doc_prefix
-from candor.ports import Embedder, Reranker, VectorIndex
+from candor.ports import Embedder, Reranker, VectorIndex, Vectors
 from candor.settings import Settings
 from candor.types import Chunk, Hit, Metadata, Rankings
 
@@ -115,13 +116,20 @@ def search(
     per_source: int = 0,
     fusion: Fusion = "rrf",
     keyword_weight: float = 1.0,
+    vector: Vectors | None = None,
 ) -> list[Hit]:
-    """Return the top_k hits for `query` by the given strategy."""
+    """Return the top_k hits for `query` by the given strategy.
+
+    `vector` is the query's embedding when the caller has it already.
+    """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown retrieval strategy {strategy!r}; expected one of {STRATEGIES}")
     wants_dense = strategy != "keyword"
     wants_keyword = strategy != "dense"
-    vector = embedder.embed([query])[0] if wants_dense else None
+    if wants_dense and vector is None:
+        vector = embedder.embed([query])[0]
+    if not wants_dense:
+        vector = None
     rankings: Rankings = index.query(
         vector=vector,
         keywords=query if wants_keyword else None,
@@ -150,6 +158,66 @@ _MAX_OVERLAP = 300
 _MIN_OVERLAP = 12
 
 
+def shown(
+    query: str,
+    settings: Settings,
+    *,
+    embedder: Embedder,
+    index: VectorIndex,
+    reranker: Reranker | None,
+    top_k: int,
+    strategy: Strategy,
+) -> list[Hit]:
+    """The passages the model is shown for `query` when retrieval uses `strategy`.
+
+    Packed (settings.pack_context, the default): the best sentences of the top
+    `pack_candidates` candidates, with no per-page cap, in at most `context_chars`
+    characters and `top_k` excerpts of at most `passage_chars` each
+    (candor.packing). Otherwise the first `top_k` passages, per-page cap and
+    small-to-big (widen) as the settings say, each cut at `passage_chars` when shown.
+    """
+    if not settings.pack_context:
+        hits = search(
+            query,
+            embedder=embedder,
+            index=index,
+            reranker=reranker,
+            top_k=top_k,
+            candidates=settings.candidates,
+            rrf_k=settings.rrf_k,
+            per_source=settings.max_per_source,
+            strategy=strategy,
+            fusion=settings.fusion,
+            keyword_weight=settings.keyword_weight,
+        )
+        if settings.widen_passages:
+            hits = widen(hits, index, chars=settings.passage_chars)
+        return hits
+    vector = embedder.embed([query])[0] if strategy != "keyword" else None
+    candidates = search(
+        query,
+        embedder=embedder,
+        index=index,
+        reranker=reranker,
+        top_k=settings.pack_candidates,
+        candidates=max(settings.candidates, settings.pack_candidates),
+        rrf_k=settings.rrf_k,
+        strategy=strategy,
+        fusion=settings.fusion,
+        keyword_weight=settings.keyword_weight,
+        vector=vector,
+    )
+    return packing.pack(
+        query,
+        candidates,
+        embedder,
+        budget=settings.context_chars,
+        max_excerpts=top_k,
+        excerpt_chars=settings.passage_chars,
+        question_vector=vector,
+    )
+
+
 def configured_search(
     query: str,
     settings: Settings,
@@ -159,25 +227,40 @@ def configured_search(
     reranker: Reranker | None,
     top_k: int,
 ) -> list[Hit]:
-    """The passages the graph's retrieve step shows for `query` under `settings`: the
-    fusion, caps and small-to-big they name, reranked when a reranker is given. The
-    graph and the evaluation's gate measurement both call it, so they cannot differ."""
-    hits = search(
+    """The passages the graph's retrieve step shows for `query` under `settings`:
+    hybrid, reranked when a reranker is given (see `shown`). The graph and the
+    evaluation's gate measurement both call it, so they cannot differ."""
+    return shown(
         query,
+        settings,
         embedder=embedder,
         index=index,
         reranker=reranker,
         top_k=top_k,
-        candidates=settings.candidates,
-        rrf_k=settings.rrf_k,
-        per_source=settings.max_per_source,
         strategy="hybrid_rerank" if reranker is not None else "hybrid",
-        fusion=settings.fusion,
-        keyword_weight=settings.keyword_weight,
     )
-    if settings.widen_passages:
-        hits = widen(hits, index, chars=settings.passage_chars)
-    return hits
+
+
+def within(hits: Sequence[Hit], *, budget: int, passage_chars: int) -> list[Hit]:
+    """The first passages of a ranking that fit `budget` characters as the model is
+    shown them (each cut at `passage_chars`): a reference that shows whole passages
+    gets the same characters as candor's packed context."""
+    kept: list[Hit] = []
+    spent = 0
+    for hit in hits:
+        if spent >= budget:
+            break
+        room = min(passage_chars, budget - spent)
+        text = hit.chunk.text if len(hit.chunk.text) <= room else _cut(hit.chunk.text, room)
+        kept.append(Hit(_with_text(hit.chunk, text), hit.score))
+        spent += len(text)
+    return kept
+
+
+def _cut(text: str, chars: int) -> str:
+    cut = text[:chars]
+    space = cut.rfind(" ")
+    return (cut[:space] if space >= chars // 2 else cut).rstrip()
 
 
 def widen(hits: Sequence[Hit], index: VectorIndex, *, chars: int) -> list[Hit]:

@@ -94,8 +94,14 @@ class Settings(BaseSettings):
     llm_threads: int = Field(default=0, ge=0, description="0: one per core")
     llm_context_tokens: int = Field(default=4096, ge=512)
 
-    # Retrieval.
-    top_k: int = Field(default=3, ge=1, le=10)
+    # Retrieval. What the model reads is packed from the best sentences of the top
+    # pack_candidates candidates (candor.packing): at most top_k excerpts of at most
+    # passage_chars each, context_chars in all. With pack_context false: the first
+    # top_k passages (per-page cap, widen), each cut at passage_chars.
+    top_k: int = Field(default=6, ge=1, le=10, description="passages (excerpts) shown")
+    pack_context: bool = True
+    pack_candidates: int = Field(default=15, ge=1, le=40)
+    context_chars: int = Field(default=1800, ge=100, le=6000)
     candidates: int = Field(default=20, ge=1, le=100)
     rrf_k: int = Field(default=60, ge=1)
     # Passages of one document before every other document has had its turn (0: no

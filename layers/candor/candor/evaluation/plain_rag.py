@@ -20,6 +20,7 @@ import re
 import time
 from collections.abc import Sequence
 
+from candor import retrieval
 from candor.backends.sqlite_index import SqliteVectorIndex
 from candor.evaluation import plain
 from candor.evaluation.agent_metrics import AgentRecord
@@ -30,6 +31,7 @@ from candor.ports import ChatModel, Embedder
 from candor.types import Hit, Message
 
 KINDS = frozenset({*ANSWERABLE_KINDS, "unanswerable"})
+MAX_PASSAGES = 10
 
 SYSTEM = (
     "You are a helpful assistant. Answer the question using only the numbered context "
@@ -85,21 +87,26 @@ async def answer_one(
     chat: ChatModel,
     embedder: Embedder,
     index: SqliteVectorIndex,
-    top_k: int,
+    budget: int,
     candidates: int,
     passage_chars: int,
     max_tokens: int,
 ) -> AgentRecord:
-    """One question through the plain reference: retrieve, one call, counted."""
+    """One question through the plain reference: retrieve, one call, counted.
+
+    It is shown its top passages, each cut at `passage_chars`, as long as they fit
+    `budget` characters: the budget of candor's own context.
+    """
     started = time.perf_counter()
-    hits = await asyncio.to_thread(
+    ranked = await asyncio.to_thread(
         plain.search,
         question.question,
         embedder=embedder,
         index=index,
-        top_k=top_k,
+        top_k=MAX_PASSAGES,
         candidates=candidates,
     )
+    hits = retrieval.within(ranked, budget=budget, passage_chars=passage_chars)
     reply = await chat.text(messages(hits, question.question, passage_chars), max_tokens=max_tokens)
     seconds = time.perf_counter() - started
     answer = reply.text.strip()

@@ -118,6 +118,13 @@ def build_plain_index(
     return index
 
 
+def context_budget(settings: Settings) -> int:
+    """The characters of passage text the model reads per question under `settings`."""
+    return (
+        settings.context_chars if settings.pack_context else settings.top_k * settings.passage_chars
+    )
+
+
 def evaluate_retrieval(
     questions: Sequence[Question],
     strategies: Sequence[str],
@@ -153,6 +160,7 @@ def evaluate_retrieval(
             found: dict[str, int | None] = {}
             latencies: list[float] = []
             context_hits: dict[str, bool] = {}
+            shown_chars: list[int] = []
             for question in targets:
                 started = time.perf_counter()
                 if strategy in REFERENCE_STRATEGIES:
@@ -165,7 +173,9 @@ def evaluate_retrieval(
                         candidates=max(settings.candidates, RETRIEVAL_TOP_K),
                         strategy=strategy,
                     )
-                    shown = hits[: settings.top_k]
+                    shown = retrieval.within(
+                        hits, budget=context_budget(settings), passage_chars=settings.passage_chars
+                    )
                 else:
                     hits = retrieval.search(
                         question.question,
@@ -180,10 +190,22 @@ def evaluate_retrieval(
                         fusion=settings.fusion,
                         keyword_weight=settings.keyword_weight,
                     )
-                    shown = hits[: settings.top_k]
-                    if settings.widen_passages:
-                        shown = retrieval.widen(shown, index, chars=settings.passage_chars)
                 latencies.append((time.perf_counter() - started) * 1000)
+                if strategy not in REFERENCE_STRATEGIES:
+                    shown = retrieval.shown(
+                        question.question,
+                        settings,
+                        embedder=embedder,
+                        index=index,
+                        reranker=reranker,
+                        top_k=settings.top_k,
+                        strategy=strategy,
+                    )
+                shown_chars.append(
+                    sum(
+                        len(prompts.shown_text(h.chunk.text, settings.passage_chars)) for h in shown
+                    )
+                )
                 found[question.id] = retrieval_metrics.hit_rank(
                     [hit.chunk.source for hit in hits],
                     question.expected_sources,
@@ -206,6 +228,9 @@ def evaluate_retrieval(
                 ),
                 "answer_context_n": len(context_hits),
                 "answer_context_k": settings.top_k,
+                "answer_context_chars": (
+                    round(sum(shown_chars) / len(shown_chars)) if shown_chars else None
+                ),
             }
     finally:
         ticker.close()
@@ -472,7 +497,7 @@ def evaluate_plain_rag(
                     chat=counting,
                     embedder=embedder,
                     index=plain_index,
-                    top_k=settings.top_k,
+                    budget=context_budget(settings),
                     candidates=settings.candidates,
                     passage_chars=settings.passage_chars,
                     max_tokens=settings.answer_max_tokens,

@@ -26,6 +26,7 @@ from functools import lru_cache
 
 from pydantic import BaseModel
 
+from candor import packing
 from candor.graph import prompts
 from candor.graph.schemas import Grade, Moderation, Rewrite, Triage
 from candor.settings import Settings
@@ -52,15 +53,19 @@ Slot = tuple[str, ...]
 NODE_CALLS: dict[str, tuple[Slot, ...]] = {
     "moderate": (("triage",), ("moderation",)),  # the second look: only when flagged
     "route": (),
-    "retrieve": (),  # embeds the query once: EMBEDDINGS
+    "retrieve": (),  # embeds the query and the sentences it packs: EMBEDDINGS
     "grade": (("grade",),),
     "rewrite": (("rewrite",),),
     # The second: answer_again, only when the first answer held no sentence.
     "generate": (("answer", "converse"), ("answer_again",)),
 }
-# Texts each visit embeds: retrieve embeds its query, cut at QUESTION_CHARS.
-EMBEDDINGS: dict[str, int] = {"retrieve": 1}
 QUERY_CHARS = prompts.QUESTION_CHARS
+# The texts each visit may embed, as the most characters of each: retrieve embeds
+# its query (cut at QUERY_CHARS), then the sentences it packs (candor.packing: at
+# most MAX_UNITS, each cut at UNIT_EMBED_CHARS).
+EMBEDDINGS: dict[str, tuple[int, ...]] = {
+    "retrieve": (QUERY_CHARS,) + (packing.UNIT_EMBED_CHARS,) * packing.MAX_UNITS,
+}
 
 _WIDEST = "\U0010ffff"  # a character of 4 bytes, the most UTF-8 takes
 
@@ -110,6 +115,11 @@ def input_tokens(messages: Sequence[Message], schema: type[BaseModel] | None = N
 
 def embedding_tokens(texts: Sequence[str]) -> int:
     return sum(text_bytes(text) + CALL_FRAMING_TOKENS for text in texts)
+
+
+def embedding_bounds(node: str) -> list[int]:
+    """The most tokens each text one visit of `node` embeds can be billed as."""
+    return [embedding_tokens([_WIDEST * chars]) for chars in EMBEDDINGS.get(node, ())]
 
 
 def _longest(chars: int) -> str:
@@ -168,12 +178,11 @@ class Envelope:
 def envelope(settings: Settings) -> Envelope:
     bounds = call_bounds(settings)
     calls = chat_in = chat_out = embedding_in = 0
-    embedding = embedding_tokens([_WIDEST * QUERY_CHARS])
     for node, times in visits(settings.max_attempts).items():
         for slot in NODE_CALLS[node]:
             bound = slot_bound(slot, bounds)
             calls += times
             chat_in += times * bound.tokens_in
             chat_out += times * bound.tokens_out
-        embedding_in += times * EMBEDDINGS.get(node, 0) * embedding
+        embedding_in += times * sum(embedding_bounds(node))
     return Envelope(calls, chat_in, chat_out, embedding_in)

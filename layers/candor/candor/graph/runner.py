@@ -212,7 +212,11 @@ class MeteredChatModel:
 
 
 class MeteredEmbedder:
-    """The embedder as one node sees it: metered when it is priced, within its node's texts."""
+    """The embedder as one node sees it: metered when it is priced, within its node's texts.
+
+    Each visit may embed the texts limits.EMBEDDINGS lists for its node, each no
+    longer than its bound; a text beyond them is a bug and raises before it is sent.
+    """
 
     def __init__(self, inner: Embedder, meter: Meter) -> None:
         self.inner = inner
@@ -220,24 +224,31 @@ class MeteredEmbedder:
         self.dimensions = inner.dimensions
         self.meter = meter
         self._node = ""
-        self._texts = 0
-        self._most = limits.embedding_tokens(["\U0010ffff" * limits.QUERY_CHARS])
+        self._bounds: list[int] = []  # what the visit may still embed, one bound a text
 
     def begin(self, node: str) -> None:
         self._node = node
-        self._texts = limits.EMBEDDINGS.get(node, 0)
+        self._bounds = sorted(limits.embedding_bounds(node), reverse=True)
+
+    def _admit(self, texts: Sequence[str]) -> None:
+        needs = sorted((limits.embedding_tokens([text]) for text in texts), reverse=True)
+        left = list(self._bounds)
+        for need in needs:
+            # The smallest bound that covers it, so that larger ones stay for larger texts.
+            fitting = [i for i, bound in enumerate(left) if bound >= need]
+            if not fitting:
+                raise RuntimeError(
+                    f"{self._node} embedded {len(texts)} texts beyond "
+                    "candor.graph.limits.EMBEDDINGS"
+                )
+            del left[fitting[-1]]
+        self._bounds = left
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         current = deadlines.current()
         if current is not None:
             current.check(f"the embedding of {self._node}")
-        if len(texts) > self._texts or any(
-            limits.embedding_tokens([text]) > self._most for text in texts
-        ):
-            raise RuntimeError(
-                f"{self._node} embedded {len(texts)} texts beyond candor.graph.limits.EMBEDDINGS"
-            )
-        self._texts -= len(texts)
+        self._admit(texts)
         if isinstance(self.inner, PricedEmbedder):
             vectors, usage = self.inner.embed_with_usage(texts)
             self.meter.add(usage)
