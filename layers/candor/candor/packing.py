@@ -40,9 +40,9 @@ MIN_UNIT_CHARS = 40
 MAX_UNIT_CHARS = 400
 # The most units scored per question: the candidates are cut to fit it, so that
 # the embedding work (and, with a hosted embedder, its cost) is bounded.
-MAX_UNITS = 160
+MAX_UNITS = 128
 # A unit's text as the embedder sees it: the same bound as a query.
-UNIT_EMBED_CHARS = 500
+UNIT_EMBED_CHARS = 320
 
 _UNIT_END = re.compile(r"(?<=[.!?:;])[\"')\]]*\s+(?=\S)|\n+")
 
