@@ -21,8 +21,8 @@ from candor.backends.hashing_embedder import HashingEmbedder
 from candor.backends.sqlite_index import SqliteVectorIndex
 from candor.backends.sqlite_state import SqliteStateStore
 from candor.deps import Deps
-from candor.graph.schemas import Grade, Rewrite, Triage
-from candor.ports import Structured, Text, TextPiece, read_text
+from candor.graph.schemas import Rewrite, Triage
+from candor.ports import Judged, Structured, Text, TextPiece, read_text
 from candor.service import ask
 from candor.settings import Settings
 from candor.types import Chunk, Message, Usage
@@ -44,12 +44,15 @@ class InstantModel:
     ) -> Structured[M]:
         values: dict[type[BaseModel], BaseModel] = {
             Triage: Triage(abusive=False, kind="question"),
-            Grade: Grade(answerable=self.answerable),
             Rewrite: Rewrite(query="git push force lease"),
         }
         value = values[schema]
         assert isinstance(value, schema)
         return Structured(value, Usage(100, 5))
+
+    async def judge(self, messages: Sequence[Message], options: Sequence[str]) -> Judged:
+        yes = 1.0 if self.answerable else 0.0
+        return Judged({options[0]: yes, options[1]: 1.0 - yes}, Usage(100, 1))
 
     async def text(self, messages: Sequence[Message], *, max_tokens: int = 256) -> Text:
         return await read_text(self.stream(messages, max_tokens=max_tokens))

@@ -62,7 +62,7 @@ ABUSIVE = {"abusive": True, "kind": "question"}
 ANSWER = "It refuses to overwrite work you have not seen [1]."
 ANSWERING: dict[str, list[Any]] = {
     "Triage": [QUESTION],
-    "Grade": [{"answerable": True}],
+    "judge": [True],
     "text": [ANSWER],
 }
 CONTACT = "help@example.com"
@@ -226,7 +226,7 @@ def answered_chat() -> dict[str, list[Any]]:
 
 def test_the_answer_streams_step_by_step_from_ask_stream(page: Page, start: StartStack) -> None:
     # A slow grading step, so that the status line can be seen while it runs.
-    script = answered_chat() | {"Grade": [Stall(1.0, {"answerable": True})]}
+    script = answered_chat() | {"judge": [Stall(1.0, True)]}
     stack = start(script)
     widget = Widget(page, stack)
     widget.open()
@@ -377,9 +377,7 @@ def test_without_ask_stream_it_falls_back_to_post_ask(page: Page, start: StartSt
 
 
 def test_a_decline_says_so_and_names_the_configured_contact(page: Page, start: StartStack) -> None:
-    stack = start(
-        {"Triage": [QUESTION], "Grade": [{"answerable": False}] * 2, "Rewrite": [{"query": "x"}]}
-    )
+    stack = start({"Triage": [QUESTION], "judge": [False] * 2, "Rewrite": [{"query": "x"}]})
     widget = Widget(page, stack)
     widget.open()
 
@@ -491,9 +489,7 @@ def test_a_network_failure_offers_a_retry_that_answers(page: Page, start: StartS
 
 
 def test_the_session_is_kept_across_page_loads(page: Page, start: StartStack) -> None:
-    stack = start(
-        {"Triage": [QUESTION, QUESTION], "Grade": [{"answerable": True}] * 2, "text": [ANSWER] * 2}
-    )
+    stack = start({"Triage": [QUESTION, QUESTION], "judge": [True] * 2, "text": [ANSWER] * 2})
     widget = Widget(page, stack)
     widget.open()
     widget.ask("What does --force-with-lease do?")
@@ -585,7 +581,7 @@ def test_html_in_answers_titles_and_quotes_renders_as_text_and_runs_nothing(
     # the sentence and decline.
     hostile_answer = "<img src=x onerror=\"window.__pwned='snippet'\"> [1] [2] [3]"
     stack = start(
-        {"Triage": [QUESTION], "Grade": [{"answerable": True}], "text": [hostile_answer]},
+        {"Triage": [QUESTION], "judge": [True], "text": [hostile_answer]},
         chunks=hostile_pages,
     )
     widget = Widget(page, stack)

@@ -115,7 +115,7 @@ def script(openai: RunningOpenAI) -> None:
     openai.fake.chat.extend(
         [
             Reply(content=json.dumps({"abusive": False, "kind": "question"})),
-            Reply(content=json.dumps({"answerable": True})),
+            Reply(content="yes", top_logprobs=(("yes", -0.1), ("no", -2.4))),
             Reply(pieces=PIECES, gap=GAP, usage=(400, 12)),
         ]
     )

@@ -159,7 +159,7 @@ def agent_deps(tmp_path: Path) -> Iterator[tuple[Deps, ScriptedChatModel]]:
                 question,
             ],
             "Moderation": [{"insulting": True}],
-            "Grade": [{"answerable": True}, {"answerable": False}],
+            "judge": [True, False],
             "text": ["It is 125 [1], as the bisect page says [9]."],
         },
         cost_per_call=0.001,

@@ -45,7 +45,7 @@ def deps(tmp_path: Path) -> Iterator[Deps]:
     chat = ScriptedChatModel(
         {
             "Triage": [QUESTION, QUESTION],
-            "Grade": [{"answerable": True}],
+            "judge": [True],
             "text": ["Exit code 125 skips the commit [1]. It retries 3 times [1]."],
         }
     )

@@ -57,7 +57,7 @@ def test_the_question_and_packing_embeddings_are_in_the_trace_and_on_the_ledger(
     chat = ScriptedChatModel(
         {
             "Triage": [{"abusive": False, "kind": "question"}],
-            "Grade": [{"answerable": True}],
+            "judge": [True],
             "text": ["It refuses to overwrite work you have not seen [1]."],
         }
     )

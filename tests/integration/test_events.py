@@ -64,7 +64,7 @@ def answering() -> ScriptedChatModel:
     return ScriptedChatModel(
         {
             "Triage": [{"abusive": False, "kind": "question"}],
-            "Grade": [{"answerable": True}],
+            "judge": [True],
             "text": ["Stage it with git add [1]."],
         }
     )

@@ -35,7 +35,7 @@ def deps(
     chat = ScriptedChatModel(
         {
             "Triage": [{"abusive": False, "kind": "question"}] * 2,
-            "Grade": [{"answerable": True}, {"answerable": False}, {"answerable": False}],
+            "judge": [True, False, False],
             "Rewrite": [{"query": "git lfs setup"}],
             "text": ["It overwrites the remote branch [1]."],
         }

@@ -47,7 +47,7 @@ def answering_model() -> ScriptedChatModel:
     return ScriptedChatModel(
         {
             "Triage": [{"abusive": False, "kind": "question"}] * ANY_QUESTION,
-            "Grade": [{"answerable": True}] * ANY_QUESTION,
+            "judge": [True] * ANY_QUESTION,
             # A question that finds no passage is rewritten before it is declined.
             "Rewrite": [{"query": "force with lease"}] * ANY_QUESTION,
             "text": ["It refuses to overwrite work you have not seen [1]."] * ANY_QUESTION,

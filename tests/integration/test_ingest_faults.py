@@ -61,7 +61,7 @@ def answering(*answers: str) -> ScriptedChatModel:
     return ScriptedChatModel(
         {
             "Triage": [ANSWERABLE] * len(answers),
-            "Grade": [{"answerable": True}] * len(answers),
+            "judge": [True] * len(answers),
             "text": list(answers),
         }
     )

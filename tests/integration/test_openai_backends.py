@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import time
 from collections.abc import Iterator
 
@@ -13,7 +14,7 @@ import pytest
 from candor.backends.openai_chat import OpenAIChatModel
 from candor.backends.openai_embedder import OpenAIEmbedder, dimensions_of
 from candor.errors import ConfigurationError, ModelError
-from candor.graph.schemas import Grade, Triage
+from candor.graph.schemas import Rewrite, Triage
 from candor.ports import ChatModel, Embedder, TextPiece
 from candor.settings import DEFAULT_PRICES
 from candor.types import Message, Usage
@@ -69,9 +70,9 @@ def test_a_structured_call_sends_the_schema_and_parses_the_reply(server: Running
 
 
 def test_usage_is_reported_with_its_cost_from_the_price_table(server: RunningOpenAI) -> None:
-    server.fake.chat.append(Reply(content='{"answerable": true}', usage=(1_000, 200)))
+    server.fake.chat.append(Reply(content='{"query": "git push"}', usage=(1_000, 200)))
 
-    usage = asyncio.run(chat(server).structured(MESSAGES, Grade)).usage
+    usage = asyncio.run(chat(server).structured(MESSAGES, Rewrite)).usage
 
     assert (usage.tokens_in, usage.tokens_out, usage.calls) == (1_000, 200, 1)
     assert usage.cost_usd == pytest.approx((1_000 * 0.15 + 200 * 0.60) / 1e6)
@@ -278,3 +279,35 @@ def test_the_request_is_json_the_server_can_read(server: RunningOpenAI) -> None:
     # Guards the test server itself: bodies are recorded as the SDK sent them.
     asyncio.run(chat(server).text(MESSAGES))
     assert json.dumps(server.fake.requests)
+
+
+def test_a_judged_choice_reads_the_options_from_the_first_tokens_logprobs(
+    server: RunningOpenAI,
+) -> None:
+    # "Yes" and " yes" both open "yes"; "Maybe" opens neither option.
+    top = (("Yes", math.log(0.6)), (" yes", math.log(0.1)), ("No", math.log(0.1)), ("Maybe", -1.0))
+    server.fake.chat.append(Reply(content="Yes", top_logprobs=top, usage=(30, 1)))
+
+    judged = asyncio.run(chat(server).judge(MESSAGES, ("yes", "no")))
+
+    assert judged.probability("yes") == pytest.approx(0.875)
+    assert judged.probability("no") == pytest.approx(0.125)
+    assert judged.usage.tokens_in == 30 and judged.usage.tokens_out == 1
+    (body,) = server.fake.bodies("/v1/chat/completions")
+    assert body["max_completion_tokens"] == 1 and body["logprobs"] is True
+    assert body["top_logprobs"] >= 5
+
+
+def test_a_judged_reply_without_logprobs_is_taken_as_written(server: RunningOpenAI) -> None:
+    server.fake.chat.append(Reply(content="No.", top_logprobs=()))
+
+    judged = asyncio.run(chat(server).judge(MESSAGES, ("yes", "no")))
+
+    assert judged.probabilities == {"yes": 0.0, "no": 1.0}
+
+
+def test_a_judged_reply_that_names_no_option_is_a_model_error(server: RunningOpenAI) -> None:
+    server.fake.chat.append(Reply(content="Perhaps", top_logprobs=(("Perhaps", -0.1),)))
+
+    with pytest.raises(ModelError, match="names none"):
+        asyncio.run(chat(server).judge(MESSAGES, ("yes", "no")))

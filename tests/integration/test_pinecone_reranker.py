@@ -151,7 +151,7 @@ def ask_twice_unanswerable(deps_for: MakeDeps, reranker: PineconeReranker) -> se
     chat = ScriptedChatModel(
         {
             "Triage": [{"abusive": False, "kind": "question"}],
-            "Grade": [{"answerable": False}, {"answerable": False}],
+            "judge": [False, False],
             "Rewrite": [{"query": "force push safely"}],
         }
     )

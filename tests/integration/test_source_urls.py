@@ -112,7 +112,7 @@ def answering_deps(settings: Settings, index: VectorIndex, state: SqliteStateSto
     chat = ScriptedChatModel(
         {
             "Triage": [{"abusive": False, "kind": "question"}] * 2,
-            "Grade": [{"answerable": True}] * 2,
+            "judge": [True] * 2,
             "text": ["It refuses to overwrite work you have not seen [1]."] * 2,
         }
     )

@@ -64,7 +64,7 @@ def test_each_node_is_a_subsegment_annotated_with_its_decision(
     chat = ScriptedChatModel(
         {
             "Triage": [{"abusive": False, "kind": "question"}],
-            "Grade": [{"answerable": True}],
+            "judge": [True],
             "text": ["It refuses to overwrite work you have not seen [1]."],
         }
     )

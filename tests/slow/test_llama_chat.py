@@ -258,3 +258,41 @@ def test_a_stream_closed_early_stops_decoding_and_frees_the_model(
     with loaded.lock:  # free again once the worker has stopped
         generated = loaded.llama.n_tokens - len(model.prompt_tokens(PARIS))
     assert generated <= 3  # not the 200 the call allowed
+
+
+YES_NO = "Answer yes or no."
+
+
+def test_a_judged_choice_is_a_probability_that_follows_the_facts(model: LlamaChatModel) -> None:
+    def yes(question: str) -> float:
+        messages: list[Message] = [
+            {"role": "system", "content": YES_NO},
+            {"role": "user", "content": question},
+        ]
+        judged = run(model.judge(messages, ("yes", "no")))
+        assert sum(judged.probabilities.values()) == pytest.approx(1.0)
+        assert judged.usage.tokens_out == 1 and judged.usage.tokens_in > 0
+        return judged.probability("yes")
+
+    assert yes("Is Paris the capital of France?") > yes("Is Madrid the capital of France?")
+
+
+def test_a_call_after_a_judged_one_reuses_its_prompt(model: LlamaChatModel) -> None:
+    head = "Passages:\n" + "\n".join(
+        f"[{n}] Flag {n} lives in flags-{n}.toml, reloaded every {n * 7} seconds."
+        for n in range(1, 13)
+    )
+    judged: list[Message] = [
+        {"role": "system", "content": YES_NO},
+        {"role": "user", "content": head + "\nIs flag 3 in flags-3.toml?"},
+    ]
+    answered: list[Message] = [
+        {"role": "system", "content": YES_NO},
+        {"role": "user", "content": head + "\nWhich file holds flag 3?"},
+    ]
+    run(model.judge(judged, ("yes", "no")))
+    run(model.text(answered, max_tokens=4))
+
+    timings = model.last_timings
+    assert timings is not None
+    assert timings.prompt_evaluated < 0.2 * timings.prompt_tokens

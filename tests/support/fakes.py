@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from candor.backends.sqlite_state import SqliteStateStore
 from candor.errors import ModelError
-from candor.ports import RateDecision, Structured, Text, TextPiece, read_text
+from candor.ports import Judged, RateDecision, Structured, Text, TextPiece, read_text
 from candor.types import Message, Usage
 
 M = TypeVar("M", bound=BaseModel)
@@ -86,6 +86,18 @@ class ScriptedChatModel:
         item = await _after_stall(self._next(schema.__name__, messages))
         value = item if isinstance(item, schema) else schema.model_validate(item)
         return Structured(value, self._usage(messages, value.model_dump_json()))
+
+    async def judge(self, messages: Sequence[Message], options: Sequence[str]) -> Judged:
+        """A script item of "judge": True or False (the first option, or the second, is
+        certain), a float (the first option's probability) or a dict of probabilities."""
+        item = await _after_stall(self._next("judge", messages))
+        if isinstance(item, dict):
+            probabilities = {option: float(item.get(option, 0.0)) for option in options}
+        else:
+            first = float(item)  # True is 1.0, False 0.0
+            rest = (1.0 - first) / max(1, len(options) - 1)
+            probabilities = {o: (first if i == 0 else rest) for i, o in enumerate(options)}
+        return Judged(probabilities, self._usage(messages, options[0]))
 
     async def text(self, messages: Sequence[Message], *, max_tokens: int = 256) -> Text:
         return await read_text(self.stream(messages, max_tokens=max_tokens))

@@ -36,6 +36,8 @@ class Reply:
     usage: tuple[int, int] | None = (12, 3)  # prompt, completion tokens
     pieces: tuple[str, ...] | None = None  # how a streamed reply is cut; else word by word
     gap: float = 0.0  # seconds between streamed chunks
+    # The first token's likeliest alternatives, as (token, logprob): sent as `logprobs`.
+    top_logprobs: tuple[tuple[str, float], ...] | None = None
 
 
 @dataclass
@@ -56,12 +58,17 @@ def chat_completion(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
         "content": reply.content,
         "refusal": reply.refusal,
     }
+    choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": reply.finish_reason}
+    if reply.top_logprobs is not None:
+        top = [{"token": t, "logprob": lp, "bytes": None} for t, lp in reply.top_logprobs]
+        first = top[0] if top else {"token": reply.content or "", "logprob": 0.0, "bytes": None}
+        choice["logprobs"] = {"content": [first | {"top_logprobs": top}], "refusal": None}
     response: dict[str, Any] = {
         "id": "chatcmpl-test",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": body.get("model", "test"),
-        "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason}],
+        "choices": [choice],
     }
     if reply.usage is not None:
         prompt, completion = reply.usage

@@ -93,10 +93,10 @@ def test_passage_text_pasted_up_to_where_it_was_cut_is_dropped() -> None:
 
 
 def test_a_sentence_copied_from_candors_own_instruction_is_dropped() -> None:
-    # Seen on the dev set (git-008, 2026-12-01): the grade's rule, pasted as prose.
+    # Seen on the dev set (git-008, 2026-12-01): a rule of the prompt, pasted as prose.
     answer = (
-        "gc.auto defaults to 6700 [1]. The question names something (a command, option, "
-        "setting, version, service) that the passages never mention, answerable is false."
+        "gc.auto defaults to 6700 [1]. Use only what the excerpts say: no outside "
+        "knowledge and no guesses."
     )
     assert clean(answer) == "gc.auto defaults to 6700 [1]."
 
@@ -157,7 +157,7 @@ def test_the_agent_never_shows_a_pasted_label(make_deps: MakeDeps) -> None:
     chat = ScriptedChatModel(
         {
             "Triage": [{"abusive": False, "kind": "question"}],
-            "Grade": [{"answerable": True}],
+            "judge": [True],
             "text": [
                 "It refuses to overwrite work you have not seen [1].\n\n"
                 "[1] git-push(1) - OPTIONS > --force-with-lease"

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.unit
 
 ANSWERING: dict[str, list[Any]] = {
     "Triage": [{"abusive": False, "kind": "question"}],
-    "Grade": [{"answerable": True}],
+    "judge": [True],
     "text": ["Stage it with git add [1]."],
 }
 

@@ -31,7 +31,7 @@ from candor.backends.sqlite_index import SqliteVectorIndex
 from candor.backends.sqlite_state import SqliteStateStore
 from candor.deps import Deps
 from candor.errors import BudgetExhaustedError
-from candor.ports import Structured, Text, TextPiece, Turn, Vectors, read_text
+from candor.ports import Judged, Structured, Text, TextPiece, Turn, Vectors, read_text
 from candor.settings import DEFAULT_PRICES, Settings
 from candor.types import Chunk, Message, Usage
 from tests.support.fakes import ScriptedChatModel
@@ -80,6 +80,11 @@ class TrueUsageModel:
         self.before_call()
         result = await self.script.structured(messages, schema, max_tokens=max_tokens)
         return Structured(result.value, self._usage(messages, max_tokens))
+
+    async def judge(self, messages: Sequence[Message], options: Sequence[str]) -> Judged:
+        self.before_call()
+        result = await self.script.judge(messages, options)
+        return Judged(result.probabilities, self._usage(messages, 1))
 
     async def text(self, messages: Sequence[Message], *, max_tokens: int = 256) -> Text:
         return await read_text(self.stream(messages, max_tokens=max_tokens))
@@ -162,7 +167,7 @@ def worst_path(case: Case) -> dict[str, list[Any]]:
     return {
         "Triage": [{"abusive": True, "kind": case.kind}],
         "Moderation": [{"insulting": False}],
-        "Grade": [{"answerable": False}] * (attempts - 1) + [{"answerable": True}],
+        "judge": [False] * (attempts - 1) + [True],
         "Rewrite": rewrites,
         "text": [f"It refuses unseen work {case.question[:50]} [1]."],
     }

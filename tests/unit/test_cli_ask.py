@@ -27,7 +27,7 @@ def answering(text: Any) -> ScriptedChatModel:
     return ScriptedChatModel(
         {
             "Triage": [{"abusive": False, "kind": "question"}],
-            "Grade": [{"answerable": True}],
+            "judge": [True],
             "text": [text],
         }
     )

@@ -36,7 +36,7 @@ def test_a_model_that_stalls_past_the_deadline_ends_the_request_and_is_charged_w
     make_deps: MakeDeps,
 ) -> None:
     chat = ScriptedChatModel(
-        {"Triage": [Stall(0.4, QUESTION)], "Grade": [{"answerable": True}], "text": ["x [1]"]},
+        {"Triage": [Stall(0.4, QUESTION)], "judge": [True], "text": ["x [1]"]},
         cost_per_call=0.001,
     )
     deps = with_deadline(make_deps, chat, 0.2)
@@ -67,7 +67,7 @@ def test_a_request_within_its_deadline_is_answered(make_deps: MakeDeps) -> None:
     chat = ScriptedChatModel(
         {
             "Triage": [Stall(0.05, QUESTION)],
-            "Grade": [{"answerable": True}],
+            "judge": [True],
             "text": ["It refuses to overwrite work you have not seen [1]."],
         }
     )

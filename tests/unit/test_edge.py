@@ -42,7 +42,7 @@ FOREIGN = "https://evil.example"
 QUESTION = {"question": "What does --force-with-lease do?"}
 ANSWERING: dict[str, list[Any]] = {
     "Triage": [{"abusive": False, "kind": "question"}] * 3,
-    "Grade": [{"answerable": True}] * 3,
+    "judge": [True] * 3,
     "text": ["It refuses to overwrite work you have not seen [1]."] * 3,
 }
 

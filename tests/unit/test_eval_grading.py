@@ -7,12 +7,14 @@ from typing import Any
 
 import pytest
 
+from candor.evaluation import grading
 from candor.evaluation.agent_metrics import AgentRecord, summarise, summarise_by_kind
 from candor.evaluation.compare import side_by_side
 from candor.evaluation.grading import GradeOutcome, confusion, grade_rates, outcomes
 from candor.evaluation.report import to_markdown
+from candor.graph import prompts
 from candor.graph.state import GradeRecord
-from candor.types import Chunk
+from candor.types import Chunk, Hit
 
 pytestmark = pytest.mark.unit
 
@@ -26,9 +28,15 @@ def grade(ids: tuple[str, ...], answerable: bool, by: str = "model") -> GradeRec
     return GradeRecord(attempt=1, passage_ids=ids, answerable=answerable, by=by)  # type: ignore[arg-type]
 
 
-def test_each_grade_is_judged_against_the_keywords_of_the_passages_it_saw() -> None:
+def test_each_model_grade_is_judged_against_the_documents_its_prompt_showed() -> None:
+    # The excerpts a grade read, as its prompt held them (documents_of), not whole chunks.
+    shown = [
+        grading.documents_of(prompts.grade(prompts.format_passages([hit], 600), "q"))
+        for hit in (Hit(CHUNKS["log-0"], 0.0), Hit(CHUNKS["gc-0"], 0.0))
+    ]
     graded = outcomes(
         [grade(("log-0",), False), grade(("gc-0", "log-0"), False)],
+        shown,
         CHUNKS,
         ("6700", "disables"),
         answerable_kind=True,
@@ -37,18 +45,44 @@ def test_each_grade_is_judged_against_the_keywords_of_the_passages_it_saw() -> N
     assert [g.context for g in graded] == ["lacks_keywords", "has_keywords"]
 
 
-def test_only_the_shown_part_of_a_passage_counts_as_context() -> None:
+def test_a_grade_whose_prompt_showed_an_excerpt_lacks_what_the_chunk_holds() -> None:
+    excerpt = Chunk("gc-0", "gc.auto defaults to 6700.", "git-gc.html", "git-gc(1)")
+    shown = grading.documents_of(
+        prompts.grade(prompts.format_passages([Hit(excerpt, 0.0)], 600), "q")
+    )
     (graded,) = outcomes(
-        [grade(("gc-0",), True)], CHUNKS, ("disables",), answerable_kind=True, passage_chars=20
+        [grade(("gc-0",), True)],
+        [shown],
+        CHUNKS,
+        ("disables",),
+        answerable_kind=True,
+        passage_chars=600,
+    )
+    assert graded.context == "lacks_keywords"
+
+
+def test_a_grade_the_gate_made_is_judged_on_its_passages_shown_part() -> None:
+    (graded,) = outcomes(
+        [grade(("gc-0",), False, by="gate")],
+        [],
+        CHUNKS,
+        ("disables",),
+        answerable_kind=True,
+        passage_chars=20,
     )
     assert graded.context == "lacks_keywords"
 
 
 def test_grades_of_unanswerable_questions_have_no_keyword_context() -> None:
     (graded,) = outcomes(
-        [grade(("gc-0",), True)], CHUNKS, (), answerable_kind=False, passage_chars=600
+        [grade(("gc-0",), True)], ["gc.auto"], CHUNKS, (), answerable_kind=False, passage_chars=600
     )
     assert graded.context == "unanswerable"
+
+
+def test_the_question_in_a_grade_prompt_is_not_documents() -> None:
+    messages = prompts.grade(prompts.format_passages([Hit(CHUNKS["log-0"], 0.0)], 600), "gc.auto?")
+    assert "gc.auto" not in grading.documents_of(messages)
 
 
 GRADES = [

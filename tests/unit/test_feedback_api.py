@@ -21,7 +21,7 @@ pytestmark = pytest.mark.unit
 
 ANSWERING: dict[str, list[Any]] = {
     "Triage": [{"abusive": False, "kind": "question"}],
-    "Grade": [{"answerable": True}],
+    "judge": [True],
     "text": ["It refuses to overwrite work you have not seen [1]."],
 }
 

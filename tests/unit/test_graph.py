@@ -33,7 +33,7 @@ def test_answerable_question_is_answered_with_citations_to_retrieved_passages(
     chat = ScriptedChatModel(
         {
             "Triage": [QUESTION],
-            "Grade": [{"answerable": True}],
+            "judge": [True],
             "text": ["Use --force-with-lease; it refuses to overwrite unseen work [1]."],
         }
     )
@@ -49,7 +49,7 @@ def test_citations_only_reference_passages_that_were_retrieved(make_deps: MakeDe
     chat = ScriptedChatModel(
         {
             "Triage": [QUESTION],
-            "Grade": [{"answerable": True}],
+            "judge": [True],
             "text": ["Amend the commit [2]. Also see [9] and [0]."],
         }
     )
@@ -62,9 +62,7 @@ def test_citations_only_reference_passages_that_were_retrieved(make_deps: MakeDe
 
 
 def test_answer_without_any_valid_citation_is_declined(make_deps: MakeDeps) -> None:
-    chat = ScriptedChatModel(
-        {"Triage": [QUESTION], "Grade": [{"answerable": True}], "text": ["Just do it."]}
-    )
+    chat = ScriptedChatModel({"Triage": [QUESTION], "judge": [True], "text": ["Just do it."]})
     result = ask(make_deps, chat, "What does --force-with-lease do?")
     assert result.decision == "declined"
     assert result.citations == ()
@@ -76,7 +74,7 @@ def test_an_answer_of_markers_alone_is_asked_once_more_and_answered(make_deps: M
     chat = ScriptedChatModel(
         {
             "Triage": [QUESTION],
-            "Grade": [{"answerable": True}],
+            "judge": [True],
             "text": ["[1] [2][3]", "It refuses to overwrite work you have not seen [1]."],
         }
     )
@@ -90,9 +88,7 @@ def test_an_answer_of_markers_alone_is_asked_once_more_and_answered(make_deps: M
 def test_a_second_answer_of_markers_alone_is_declined_without_a_third_call(
     make_deps: MakeDeps,
 ) -> None:
-    chat = ScriptedChatModel(
-        {"Triage": [QUESTION], "Grade": [{"answerable": True}], "text": ["[1] [2][3]", "[1]"]}
-    )
+    chat = ScriptedChatModel({"Triage": [QUESTION], "judge": [True], "text": ["[1] [2][3]", "[1]"]})
     result = ask(make_deps, chat, "What does --force-with-lease do?")
     assert result.decision == "declined"
     assert chat.kinds().count("text") == 2
@@ -104,7 +100,7 @@ def test_an_unmarked_answer_taken_from_a_passage_is_answered_citing_that_passage
     chat = ScriptedChatModel(
         {
             "Triage": [QUESTION],
-            "Grade": [{"answerable": True}],
+            "judge": [True],
             "text": ["It refuses the push unless the remote ref still points at that commit."],
         }
     )
@@ -118,7 +114,7 @@ def test_rewrite_loop_stops_at_the_cap_and_declines(make_deps: MakeDeps) -> None
     chat = ScriptedChatModel(
         {
             "Triage": [QUESTION],
-            "Grade": [{"answerable": False}] * 5,
+            "judge": [False] * 5,
             "Rewrite": [{"query": "git undo command options"}] * 5,
         }
     )
@@ -127,12 +123,12 @@ def test_rewrite_loop_stops_at_the_cap_and_declines(make_deps: MakeDeps) -> None
     assert result.attempts == 2
     assert nodes(result).count("retrieve") == 2
     assert nodes(result).count("rewrite") == 1
-    assert chat.kinds() == ["Triage", "Grade", "Rewrite", "Grade"]
+    assert chat.kinds() == ["Triage", "judge", "Rewrite", "judge"]
 
 
 def test_decline_names_the_configured_contact_verbatim(make_deps: MakeDeps) -> None:
     chat = ScriptedChatModel(
-        {"Triage": [QUESTION], "Grade": [{"answerable": False}] * 2, "Rewrite": [{"query": "x"}]}
+        {"Triage": [QUESTION], "judge": [False] * 2, "Rewrite": [{"query": "x"}]}
     )
     result = ask(make_deps, chat, "How do I set up GitLab 2FA?")
     assert "help@example.com" in result.answer
@@ -142,7 +138,7 @@ def test_rewrite_that_succeeds_goes_on_to_answer(make_deps: MakeDeps) -> None:
     chat = ScriptedChatModel(
         {
             "Triage": [QUESTION],
-            "Grade": [{"answerable": False}, {"answerable": True}],
+            "judge": [False, True],
             "Rewrite": [{"query": "git commit --amend message"}],
             "text": ["Run git commit --amend [1]."],
         }
@@ -202,7 +198,7 @@ def test_a_warned_session_that_behaves_is_answered_normally(make_deps: MakeDeps)
         {
             "Triage": [{"abusive": True, "kind": "question"}, QUESTION],
             "Moderation": [{"insulting": True}],
-            "Grade": [{"answerable": True}],
+            "judge": [True],
             "text": ["Use git commit --amend [1]."],
         }
     )
@@ -216,20 +212,20 @@ def test_flagged_message_that_the_second_look_clears_is_answered(make_deps: Make
         {
             "Triage": [{"abusive": True, "kind": "question"}],
             "Moderation": [{"insulting": False}],
-            "Grade": [{"answerable": True}],
+            "judge": [True],
             "text": ["Run git commit --amend [1]."],
         }
     )
     result = ask(make_deps, chat, "detached head??")
     assert result.decision == "answered"
-    assert chat.kinds() == ["Triage", "Moderation", "Grade", "text"]
+    assert chat.kinds() == ["Triage", "Moderation", "judge", "text"]
 
 
 def test_code_request_without_any_code_is_searched_as_a_question(make_deps: MakeDeps) -> None:
     chat = ScriptedChatModel(
         {
             "Triage": [{"abusive": False, "kind": "code_request"}],
-            "Grade": [{"answerable": True}],
+            "judge": [True],
             "text": ["Use git commit --amend [1]."],
         }
     )
@@ -242,7 +238,7 @@ def test_long_message_called_a_follow_up_is_searched_on_its_own(make_deps: MakeD
     chat = ScriptedChatModel(
         {
             "Triage": [{"abusive": False, "kind": "follow_up"}],
-            "Grade": [{"answerable": True}],
+            "judge": [True],
             "text": ["Stash them first [1]."],
         }
     )
@@ -256,7 +252,7 @@ def test_moderation_sees_the_new_message_alone(make_deps: MakeDeps) -> None:
     chat = ScriptedChatModel(
         {
             "Triage": [QUESTION, QUESTION],
-            "Grade": [{"answerable": True}] * 2,
+            "judge": [True] * 2,
             "text": ["Amend it [1].", "Amend it [1]."],
         }
     )
@@ -271,13 +267,13 @@ def test_follow_up_uses_the_previous_question_as_its_topic(make_deps: MakeDeps) 
     chat = ScriptedChatModel(
         {
             "Triage": [QUESTION, {"abusive": False, "kind": "follow_up"}],
-            "Grade": [{"answerable": True}] * 2,
+            "judge": [True] * 2,
             "text": ["It skips [1].", "Exit code 125 skips the commit [1]."],
         }
     )
     first = ask(make_deps, chat, "What does exit code 125 mean for git bisect run?")
     second = ask(make_deps, chat, "tell me more", session_id=first.session_id)
-    grade_prompt = [c for c in chat.calls if c.kind == "Grade"][1].messages[-1]["content"]
+    grade_prompt = [c for c in chat.calls if c.kind == "judge"][1].messages[-1]["content"]
     assert "exit code 125" in grade_prompt
     assert second.citations[0].source == "git-bisect.html"
 
@@ -286,7 +282,7 @@ def test_trace_records_tokens_and_cost_per_node(make_deps: MakeDeps) -> None:
     chat = ScriptedChatModel(
         {
             "Triage": [QUESTION],
-            "Grade": [{"answerable": True}],
+            "judge": [True],
             "text": ["Use --force-with-lease [1]."],
         },
         cost_per_call=0.001,

@@ -64,7 +64,7 @@ def test_a_made_up_flag_next_to_a_real_command_is_declined(make_deps: MakeDeps) 
 def test_a_name_the_passages_lack_brings_in_the_passage_that_holds_it_before_the_grade(
     make_deps: MakeDeps,
 ) -> None:
-    chat = ScriptedChatModel({"Grade": [{"answerable": True}]})
+    chat = ScriptedChatModel({"judge": [True]})
     deps = make_deps(chat)
     amend = Hit(PASSAGES[1], 0.5)  # retrieval found the commit page only
     state = GraphState(
@@ -77,8 +77,8 @@ def test_a_name_the_passages_lack_brings_in_the_passage_that_holds_it_before_the
     )
     update = asyncio.run(nodes.grade(state, deps))
     grade_prompt = chat.calls[0].messages[-1]["content"]
-    assert "<passage 1>\ngit-push(1)" in grade_prompt
-    assert "<passage 2>\ngit-commit(1)" in grade_prompt
+    assert "[1] git-push(1)" in grade_prompt
+    assert "[2] git-commit(1)" in grade_prompt
     assert [hit.chunk.id for hit in update["passages"]] == ["a1-0", "b2-0"]
     record = update["grades"][-1]
     assert record.by == "model" and record.answerable
@@ -90,7 +90,7 @@ def test_a_question_whose_names_are_all_shown_is_graded_as_before(make_deps: Mak
     chat = ScriptedChatModel(
         {
             "Triage": [QUESTION],
-            "Grade": [{"answerable": True}],
+            "judge": [True],
             "text": ["It refuses the push unless the remote ref is unchanged [1]."],
         }
     )
@@ -104,9 +104,7 @@ def test_a_question_whose_names_are_all_shown_is_graded_as_before(make_deps: Mak
 
 
 def answered(make_deps: MakeDeps, reply: str, question: str) -> AskResult:
-    chat = ScriptedChatModel(
-        {"Triage": [QUESTION], "Grade": [{"answerable": True}], "text": [reply]}
-    )
+    chat = ScriptedChatModel({"Triage": [QUESTION], "judge": [True], "text": [reply]})
     return ask(make_deps, chat, question)
 
 
@@ -162,7 +160,7 @@ def test_citations_are_renumbered_after_a_sentence_is_removed(make_deps: MakeDep
     chat = ScriptedChatModel(
         {
             "Triage": [QUESTION],
-            "Grade": [{"answerable": True}],
+            "judge": [True],
             "text": [
                 "The lease check runs 7 times [1]. "
                 "git bisect run skips a commit on exit code 125 [2]."
@@ -174,7 +172,7 @@ def test_citations_are_renumbered_after_a_sentence_is_removed(make_deps: MakeDep
     assert result.answer == "git bisect run skips a commit on exit code 125 [1]."
     # The one citation left is the passage the kept sentence named as [2].
     answer_prompt = chat.calls[-1].messages[-1]["content"]
-    second = answer_prompt.split("<passage 2>\n", 1)[1].split(" - ", 1)[0]
+    second = answer_prompt.split("\n[2] ", 1)[1].split(" - ", 1)[0]
     assert [c.title for c in result.citations] == [second]
 
 
@@ -187,7 +185,7 @@ def test_a_farewell_the_model_calls_a_question_gets_small_talk_without_citations
     chat = ScriptedChatModel(
         {
             "Triage": [QUESTION],  # the small model's mistake
-            "Grade": [{"answerable": True}],
+            "judge": [True],
             "text": ["You're welcome [1]! Have a good day."],
         }
     )

@@ -39,7 +39,7 @@ def answering(times: int = 1, *, cost: float = 0.0) -> ScriptedChatModel:
     return ScriptedChatModel(
         {
             "Triage": [ANSWERABLE] * times,
-            "Grade": [{"answerable": True}] * times,
+            "judge": [True] * times,
             "text": ["It refuses to overwrite work you have not seen [1]."] * times,
         },
         cost_per_call=cost,
@@ -206,7 +206,7 @@ def test_a_request_that_fails_before_spending_is_refunded_in_full(make_deps: Mak
 
 def test_a_request_that_fails_halfway_is_charged_what_it_spent(make_deps: MakeDeps) -> None:
     chat = ScriptedChatModel(
-        {"Triage": [ANSWERABLE], "Grade": [ModelError("timed out")]}, cost_per_call=0.001
+        {"Triage": [ANSWERABLE], "judge": [ModelError("timed out")]}, cost_per_call=0.001
     )
     deps = guarded(make_deps, chat)
 
@@ -262,7 +262,7 @@ def test_a_new_corpus_version_never_serves_an_old_cached_answer(make_deps: MakeD
     again = client.post("/ask", json={"question": QUESTION}).json()
 
     assert again["cached"] is False
-    assert chat.kinds() == ["Triage", "Grade", "text"] * 2
+    assert chat.kinds() == ["Triage", "judge", "text"] * 2
 
 
 def test_an_ended_session_is_refused_before_the_cache_is_consulted(
@@ -273,7 +273,7 @@ def test_an_ended_session_is_refused_before_the_cache_is_consulted(
         {
             "Triage": [ANSWERABLE, abusive, abusive],
             "Moderation": [{"insulting": True}, {"insulting": True}],
-            "Grade": [{"answerable": True}],
+            "judge": [True],
             "text": ["It refuses to overwrite work you have not seen [1]."],
         }
     )
@@ -292,7 +292,7 @@ def test_answers_to_follow_ups_are_not_cached(make_deps: MakeDeps) -> None:
     chat = ScriptedChatModel(
         {
             "Triage": [follow_up, follow_up],
-            "Grade": [{"answerable": True}] * 2,
+            "judge": [True] * 2,
             "text": ["More about it [1]."] * 2,
         }
     )

@@ -277,7 +277,7 @@ def deps_with_the_settings_table(settings: Settings) -> Iterator[Deps]:
     chat = ScriptedChatModel(
         {
             "Triage": [{"abusive": False, "kind": "question"}],
-            "Grade": [{"answerable": True}],
+            "judge": [True],
             "text": ["`CANDOR_CANDIDATES` sets how many results each search returns (20) [1]."],
         }
     )

@@ -39,7 +39,7 @@ TRIAGE = {"abusive": False, "kind": "question"}
 def answering(text: Any = REPLY, grade: Any = None) -> dict[str, list[Any]]:
     return {
         "Triage": [TRIAGE],
-        "Grade": [grade if grade is not None else {"answerable": True}],
+        "judge": [grade if grade is not None else True],
         "text": [text],
     }
 
@@ -218,7 +218,7 @@ def test_a_model_failure_after_the_stream_began_is_an_error_event(make_deps: Mak
 
 
 def test_a_slow_step_gets_keep_alive_comments(make_deps: MakeDeps) -> None:
-    chat = ScriptedChatModel(answering(grade=Stall(0.5, {"answerable": True})))
+    chat = ScriptedChatModel(answering(grade=Stall(0.5, True)))
     http = browser(app_for(allowing(make_deps(chat)), keepalive_seconds=0.1))
 
     names = sse.names(events_of(stream(http)))
@@ -406,7 +406,7 @@ def test_hanging_up_while_tokens_stream_stops_the_model_and_settles_the_budget(
     assert client.status == 200
     assert "done" not in sse.names(events)
     assert streamed < 10  # the model stopped soon after the client left, not after 40
-    assert chat.kinds() == ["Triage", "Grade", "text"]  # and no call came after
+    assert chat.kinds() == ["Triage", "judge", "text"]  # and no call came after
     # Settled, not left at the hold: the two finished calls at their cost, and the
     # cut-off answer at the most it could have been billed.
     assert Decimal("0.0002") < spent < hold
@@ -414,7 +414,7 @@ def test_hanging_up_while_tokens_stream_stops_the_model_and_settles_the_budget(
 
 
 def test_hanging_up_during_a_slow_step_makes_no_further_model_call(make_deps: MakeDeps) -> None:
-    chat = ScriptedChatModel(answering(grade=Stall(0.5, {"answerable": True})))
+    chat = ScriptedChatModel(answering(grade=Stall(0.5, True)))
     deps = allowing(make_deps(chat))
     hold = guards.reservation_usd(deps.settings, chat.name, deps.embedder)
 
@@ -432,5 +432,5 @@ def test_hanging_up_during_a_slow_step_makes_no_further_model_call(make_deps: Ma
     # No answer was generated. Whether the grade had begun when the hang-up arrived
     # depends on the scheduler (a loaded machine delivers it first): either way the
     # run stops there.
-    assert chat.kinds() in (["Triage"], ["Triage", "Grade"])
+    assert chat.kinds() in (["Triage"], ["Triage", "judge"])
     assert spent < hold

@@ -26,7 +26,7 @@ def answering() -> ScriptedChatModel:
     return ScriptedChatModel(
         {
             "Triage": [{"abusive": False, "kind": "question"}],
-            "Grade": [{"answerable": True}],
+            "judge": [True],
             "text": ["It refuses to overwrite work you have not seen [1]."],
         }
     )
@@ -123,7 +123,7 @@ def test_a_trace_records_what_the_support_check_removed(make_deps: MakeDeps) -> 
     chat = ScriptedChatModel(
         {
             "Triage": [{"abusive": False, "kind": "question"}],
-            "Grade": [{"answerable": True}],
+            "judge": [True],
             "text": [
                 "It refuses to overwrite work you have not seen [1]. "
                 "The lease lasts 30 seconds [1]."

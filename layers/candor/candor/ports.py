@@ -37,6 +37,18 @@ class Text:
     usage: Usage
 
 
+@dataclass(frozen=True, slots=True)
+class Judged:
+    """How likely the model finds each option as its reply: probabilities over the
+    options, summing to 1, and the call's usage."""
+
+    probabilities: dict[str, float]
+    usage: Usage
+
+    def probability(self, option: str) -> float:
+        return self.probabilities.get(option, 0.0)
+
+
 # What ChatModel.stream yields: pieces of text as they are generated, then the
 # call's Usage, once, last.
 TextPiece = str | Usage
@@ -44,7 +56,8 @@ TextPiece = str | Usage
 
 @runtime_checkable
 class ChatModel(Protocol):
-    """A chat model: a constrained structured call and a free-text call, whole or streamed."""
+    """A chat model: a constrained structured call, a judged choice between words, and a
+    free-text call, whole or streamed."""
 
     name: str
 
@@ -52,6 +65,15 @@ class ChatModel(Protocol):
         self, messages: Sequence[Message], schema: type[M], *, max_tokens: int = 128
     ) -> Structured[M]:
         """Return an instance of `schema`; the output is constrained so it always parses."""
+        ...
+
+    async def judge(self, messages: Sequence[Message], options: Sequence[str]) -> Judged:
+        """The probability the model gives each option as its reply's first word.
+
+        A calibrated score, not a verdict: the caller picks its own threshold. The
+        options are single words that start differently ("yes", "no"); a call costs
+        the prompt and one token.
+        """
         ...
 
     async def text(self, messages: Sequence[Message], *, max_tokens: int = 256) -> Text:

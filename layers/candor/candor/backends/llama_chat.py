@@ -36,11 +36,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from pydantic import BaseModel, ValidationError
 
 from candor.backends.threaded import iterate_in_thread
 from candor.errors import ConfigurationError, ModelError
-from candor.ports import M, Structured, Text, TextPiece, read_text
+from candor.ports import Judged, M, Structured, Text, TextPiece, read_text
 from candor.settings import Price
 from candor.types import Message, Usage
 
@@ -107,6 +108,14 @@ class _Loaded:
         data = text.encode("utf-8", errors="replace")
         tokens: list[int] = self.llama.tokenize(data, add_bos=False, special=False)
         return tokens
+
+    def starts_of(self, word: str) -> list[int]:
+        """The distinct first tokens of the ways `word` can open a reply."""
+        variants = {word, word.lower(), word.capitalize(), word.upper()}
+        firsts = {
+            self.plain(text)[0] for v in variants for text in (v, f" {v}") if self.plain(text)
+        }
+        return sorted(firsts)
 
     def cached_prefix(self, prompt: Sequence[int]) -> int:
         """How many leading tokens of `prompt` the KV cache already holds."""
@@ -215,6 +224,9 @@ class LlamaChatModel:
                 f"{completion.text[:200]!r}"
             ) from e
         return Structured(value, self._usage(completion))
+
+    async def judge(self, messages: Sequence[Message], options: Sequence[str]) -> Judged:
+        return await asyncio.to_thread(self._judge, messages, options)
 
     async def text(self, messages: Sequence[Message], *, max_tokens: int = 256) -> Text:
         return await read_text(self.stream(messages, max_tokens=max_tokens))
@@ -354,6 +366,41 @@ class LlamaChatModel:
             tokens_in=int(usage["prompt_tokens"]),
             tokens_out=int(usage["completion_tokens"]),
         )
+
+    def _judge(self, messages: Sequence[Message], options: Sequence[str]) -> Judged:
+        """The next-token distribution after the prompt, read at each option's first token.
+
+        Nothing is sampled: the prompt is evaluated (from the longest prefix the KV
+        cache holds, at least its last token, whose logits are the ones read) and the
+        softmax is summed over the ways an option can start a reply ("yes", "Yes",
+        " yes"), then normalised over the options.
+        """
+        loaded = self._loaded()
+        with loaded.lock:
+            call = self._begin(loaded, messages, 1)
+            llama = loaded.llama
+            prompt = call.prompt
+            cached = min(loaded.cached_prefix(prompt), len(prompt) - 1)
+            try:
+                llama.n_tokens = cached
+                llama.eval(prompt[cached:])
+                logits = np.ctypeslib.as_array(
+                    llama._ctx.get_logits_ith(-1), shape=(llama.n_vocab(),)
+                ).astype(np.float64)
+            except (RuntimeError, ValueError) as e:
+                raise ModelError(f"{self.name}: llama.cpp failed: {e}") from e
+            self._finish(loaded, call)
+        weights = np.exp(logits - logits.max())
+        starts = {option: set(loaded.starts_of(option)) for option in options}
+        # A token that could open two options ("N" for "no" and "never") says neither.
+        common = {t for a in options for b in options if a != b for t in starts[a] & starts[b]}
+        mass = {option: float(weights[sorted(starts[option] - common)].sum()) for option in options}
+        total = sum(mass.values())
+        if total <= 0:
+            raise ModelError(f"{self.name}: no probability on any of {list(options)}")
+        probabilities = {option: value / total for option, value in mass.items()}
+        usage = Usage(len(prompt), 1, self.price.cost(len(prompt), 1))
+        return Judged(probabilities, usage)
 
     def _pieces(self, messages: Sequence[Message], max_tokens: int) -> Iterator[TextPiece]:
         """Free text as llama.cpp decodes it, then the usage (runs in a worker thread).

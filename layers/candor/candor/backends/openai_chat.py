@@ -2,8 +2,10 @@
 
 Decisions use structured outputs: the pydantic schema goes to the API as a strict
 JSON schema (`chat.completions.parse`), so the reply parses into the schema or the
-call fails with a ModelError; answers are plain text, streamed (server-sent
-events, with `include_usage` so that the last chunk reports the tokens). Every
+call fails with a ModelError; a judged choice (the grade) asks for one token and
+reads the options' probabilities from its `top_logprobs`; answers are plain text,
+streamed (server-sent events, with `include_usage` so that the last chunk reports
+the tokens). Every
 call reports its tokens, priced from the settings' price table.
 
 The SDK is imported on first use, not at import: it costs about half a second of
@@ -21,6 +23,7 @@ candor.errors.ModelError; running out of time, DeadlineExceededError.
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
@@ -30,9 +33,21 @@ from candor import deadline
 from candor.backends.openai_client import LazyOpenAIClient
 from candor.backends.threaded import iterate_in_thread
 from candor.errors import ModelError
-from candor.ports import M, Structured, Text, TextPiece, read_text
+from candor.ports import Judged, M, Structured, Text, TextPiece, read_text
 from candor.settings import Price
 from candor.types import Message, Usage
+
+# The most alternatives the API returns for one token: where the options are read.
+TOP_LOGPROBS = 20
+
+
+def _option_of(token: str, options: Sequence[str]) -> str | None:
+    """The option a reply token opens ("Yes", " yes", "YES" open "yes"), if exactly one."""
+    word = token.strip().strip(".,!:\"'").casefold()
+    if not word:
+        return None
+    opened = [option for option in options if option.casefold().startswith(word)]
+    return opened[0] if len(opened) == 1 else None
 
 
 class OpenAIChatModel:
@@ -68,6 +83,26 @@ class OpenAIChatModel:
             raise ModelError(f"{self.name}: no {schema.__name__} in the reply")
         return Structured(value, self._usage(completion))
 
+    async def judge(self, messages: Sequence[Message], options: Sequence[str]) -> Judged:
+        completion = await asyncio.to_thread(self._judged, messages)
+        choice = completion.choices[0]
+        content = choice.logprobs.content if choice.logprobs is not None else None
+        top = content[0].top_logprobs if content else []
+        mass = {option: 0.0 for option in options}
+        for candidate in top:
+            option = _option_of(str(candidate.token), options)
+            if option is not None:
+                mass[option] += math.exp(float(candidate.logprob))
+        total = sum(mass.values())
+        if total <= 0:
+            # None of the likeliest tokens opens an option: take the reply as written.
+            option = _option_of(str(choice.message.content or ""), options)
+            if option is None:
+                raise ModelError(f"{self.name}: the reply names none of {list(options)}")
+            mass, total = {o: float(o == option) for o in options}, 1.0
+        probabilities = {option: value / total for option, value in mass.items()}
+        return Judged(probabilities, self._usage(completion))
+
     async def text(self, messages: Sequence[Message], *, max_tokens: int = 256) -> Text:
         return await read_text(self.stream(messages, max_tokens=max_tokens))
 
@@ -95,6 +130,26 @@ class OpenAIChatModel:
         # A reply cut off by max_tokens, filtered, or not matching the schema is
         # as much a failed decision as a provider error.
         except (OpenAIError, ValidationError) as e:
+            raise ModelError(f"{self.name}: {type(e).__name__}: {e}") from e
+
+    def _judged(self, messages: Sequence[Message]) -> Any:
+        from openai import OpenAIError
+
+        wire: Any = [dict(m) for m in messages]
+        try:
+            return self.client.call(
+                lambda client, timeout: client.chat.completions.create(
+                    model=self.name,
+                    messages=wire,
+                    max_completion_tokens=1,
+                    temperature=self._temperature,
+                    logprobs=True,
+                    top_logprobs=TOP_LOGPROBS,
+                    timeout=timeout,
+                ),
+                f"a {self.name} call",
+            )
+        except OpenAIError as e:
             raise ModelError(f"{self.name}: {type(e).__name__}: {e}") from e
 
     def _pieces(self, messages: Sequence[Message], max_tokens: int) -> Iterator[TextPiece]:

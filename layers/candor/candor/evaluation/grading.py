@@ -19,58 +19,83 @@ from typing import Any
 from candor.evaluation.retrieval_metrics import has_all_keywords
 from candor.graph import prompts
 from candor.graph.state import GradeRecord
-from candor.types import Chunk, Hit
+from candor.types import Chunk, Hit, Message
 
 CONTEXTS = ("has_keywords", "lacks_keywords", "unanswerable")
 
 
 @dataclass(frozen=True, slots=True)
 class GradeOutcome:
-    """One grade of a run: its verdict, who made it, and the context it judged."""
+    """One grade of a run: its verdict, who made it, the context it judged, and the
+    model's probability that the passages answer (None when no model judged)."""
 
     answerable: bool
     by: str
     context: str  # one of CONTEXTS
+    score: float | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"answerable": self.answerable, "by": self.by, "context": self.context}
+        row: dict[str, Any] = {
+            "answerable": self.answerable,
+            "by": self.by,
+            "context": self.context,
+        }
+        return row if self.score is None else row | {"score": self.score}
 
 
 def context_of(
     passages: Sequence[Hit], keywords: Collection[str], *, answerable_kind: bool, passage_chars: int
 ) -> str:
-    """The answer context a grade judged: one of CONTEXTS."""
+    """The answer context of passages as the model is shown them: one of CONTEXTS."""
+    shown = "\n".join(prompts.passage_text(hit, passage_chars) for hit in passages)
+    return context_of_text(shown, keywords, answerable_kind=answerable_kind)
+
+
+def context_of_text(text: str, keywords: Collection[str], *, answerable_kind: bool) -> str:
+    """The answer context of a text the model was shown: one of CONTEXTS."""
     if not answerable_kind:
         return "unanswerable"
-    shown = "\n".join(prompts.passage_text(hit, passage_chars) for hit in passages)
-    return "has_keywords" if has_all_keywords(shown, keywords) else "lacks_keywords"
+    return "has_keywords" if has_all_keywords(text, keywords) else "lacks_keywords"
+
+
+def documents_of(messages: Sequence[Message]) -> str:
+    """What a grade prompt showed of the documents: the text inside its <documents> fence."""
+    user = "\n".join(m["content"] for m in messages if m["role"] == "user")
+    start, end = user.find("<documents>"), user.rfind("</documents>")
+    return user[start:end] if start >= 0 and end > start else ""
 
 
 def outcomes(
     grades: Sequence[GradeRecord],
+    judged: Sequence[str],
     chunks: Mapping[str, Chunk],
     keywords: Collection[str],
     *,
     answerable_kind: bool,
     passage_chars: int,
 ) -> tuple[GradeOutcome, ...]:
-    """Each grade with the answer-context verdict on the passages it judged.
+    """Each grade with the answer-context verdict on what it judged.
 
-    `chunks` holds every chunk the run's index queries returned, by id.
+    `judged` holds, in order, the documents each model grade was shown (the
+    excerpts as its prompt had them: documents_of); a grade no model made is
+    measured on its passages' chunks (`chunks`, every chunk the run's index
+    queries returned, by id).
     """
-    return tuple(
-        GradeOutcome(
-            grade.answerable,
-            grade.by,
-            context_of(
+    shown = iter(judged)
+    found: list[GradeOutcome] = []
+    for grade in grades:
+        if grade.by == "model":
+            text = next(shown, "")
+            context = context_of_text(text, keywords, answerable_kind=answerable_kind)
+        else:
+            context = context_of(
                 [Hit(chunks[cid], 0.0) for cid in grade.passage_ids if cid in chunks],
                 keywords,
                 answerable_kind=answerable_kind,
                 passage_chars=passage_chars,
-            ),
-        )
-        for grade in grades
-    )
+            )
+        found.append(GradeOutcome(grade.answerable, grade.by, context, grade.score))
+    return tuple(found)
 
 
 def confusion(grades: Sequence[GradeOutcome]) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
-from candor.ports import ChatModel, Structured, Text, TextPiece, VectorIndex, Vectors
+from candor.ports import ChatModel, Judged, Structured, Text, TextPiece, VectorIndex, Vectors
 from candor.types import Chunk, Message, Metadata, Rankings
 
 M = TypeVar("M", bound=BaseModel)
@@ -24,12 +24,21 @@ class CountingChatModel:
         self.inner = inner
         self.name = inner.name
         self.calls = 0
+        # Every judged call, in order, with the prompt it judged: the harness reads
+        # what each grade was shown from it.
+        self.judged: list[tuple[list[Message], Judged]] = []
 
     async def structured(
         self, messages: Sequence[Message], schema: type[M], *, max_tokens: int = 128
     ) -> Structured[M]:
         self.calls += 1
         return await self.inner.structured(messages, schema, max_tokens=max_tokens)
+
+    async def judge(self, messages: Sequence[Message], options: Sequence[str]) -> Judged:
+        self.calls += 1
+        result = await self.inner.judge(messages, options)
+        self.judged.append((list(messages), result))
+        return result
 
     async def text(self, messages: Sequence[Message], *, max_tokens: int = 256) -> Text:
         self.calls += 1

@@ -244,6 +244,7 @@ async def _ask_one(deps: Deps, question: Question, *, allowed_s: float) -> Agent
     index = deps.index
     assert isinstance(chat, CountingChatModel) and isinstance(index, RecordingIndex)
     chat.calls = 0
+    chat.judged.clear()
     index.seen.clear()
     started = time.perf_counter()
     failure: str | None = None
@@ -268,6 +269,7 @@ async def _ask_one(deps: Deps, question: Question, *, allowed_s: float) -> Agent
     passage_chars = deps.settings.passage_chars
     grades = grading.outcomes(
         result.grades,
+        [grading.documents_of(messages) for messages, _ in chat.judged],
         index.seen,
         question.answer_keywords,
         answerable_kind=question.answerable,

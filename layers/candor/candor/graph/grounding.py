@@ -310,13 +310,14 @@ class Gate:
             return "no_passages"
         return None
 
-    def update(self, *, answerable: bool, by: GradedBy) -> Update:
+    def update(self, *, answerable: bool, by: GradedBy, score: float | None = None) -> Update:
         record = GradeRecord(
             attempt=self.attempt,
             passage_ids=tuple(hit.chunk.id for hit in self.passages),
             answerable=answerable,
             by=by,
             grounding=self.check,
+            score=score,
         )
         update: Update = {"answerable": answerable, "grades": (*self.earlier, record)}
         if self.added:

@@ -28,12 +28,14 @@ from pydantic import BaseModel
 
 from candor import packing
 from candor.graph import prompts
-from candor.graph.schemas import Grade, Moderation, Rewrite, Triage
+from candor.graph.schemas import Moderation, Rewrite, Triage
 from candor.settings import Settings
 from candor.types import Chunk, Hit, Message
 
 # Output caps (tokens). A decision is a few JSON tokens; 128 leaves room to spare.
 STRUCTURED_MAX_TOKENS = 128
+# A judged choice reads one token's probabilities (ChatModel.judge).
+JUDGE_MAX_TOKENS = 1
 REWRITE_MAX_TOKENS = 48
 CONVERSE_MAX_TOKENS = 60
 # The answer's cap is the setting answer_max_tokens.
@@ -136,7 +138,7 @@ def _bounds(passage_chars: int, answer_max_tokens: int, site_name: str) -> dict[
     longest: dict[str, tuple[list[Message], type[BaseModel] | None, int]] = {
         "triage": (prompts.triage(question), Triage, STRUCTURED_MAX_TOKENS),
         "moderation": (prompts.moderation(question), Moderation, STRUCTURED_MAX_TOKENS),
-        "grade": (prompts.grade(passages, question), Grade, STRUCTURED_MAX_TOKENS),
+        "grade": (prompts.grade(passages, question), None, JUDGE_MAX_TOKENS),
         "rewrite": (
             prompts.rewrite(question, [question] * prompts.MAX_TRIED),
             Rewrite,

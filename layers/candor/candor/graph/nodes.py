@@ -16,7 +16,7 @@ from candor.deps import Deps
 from candor.graph import grounding, limits, prompts, quotes, smalltalk, support
 from candor.graph.answer_text import AnswerCleaner, clean_answer
 from candor.graph.citations import cite, with_attribution
-from candor.graph.schemas import Grade, Moderation, Rewrite, Triage
+from candor.graph.schemas import Moderation, Rewrite, Triage
 from candor.graph.state import GraphState, Intent, Update
 from candor.settings import Settings
 from candor.types import Hit, Message
@@ -121,19 +121,23 @@ def subject(state: GraphState) -> str:
 
 
 async def grade(state: GraphState, deps: Deps) -> Update:
-    """A separate, strict judgement: can these passages answer the question?
+    """A separate judgement: do these passages say what the question asks?
 
     The grounding gate goes first: it declines a question naming what no document
-    holds, and brings in the passage that holds a name retrieval missed.
+    holds, and brings in the passage that holds a name retrieval missed. Then the
+    model's probability of "yes" is compared with a threshold (settings.grade_threshold,
+    chosen on the dev set). The checks after the answer (support, citations) stop
+    invented specifics, so the grade need not be the strictest judge: it is set not
+    to decline what the passages hold.
     """
     gate = await grounding.gate(state, deps, subject(state))
     if gate.decided_by is not None:
         return gate.update(answerable=False, by=gate.decided_by)
     text = prompts.format_passages(gate.passages, deps.settings.passage_chars)
-    verdict = await deps.chat.structured(
-        prompts.grade(text, subject(state)), Grade, max_tokens=limits.STRUCTURED_MAX_TOKENS
-    )
-    return gate.update(answerable=verdict.value.answerable, by="model")
+    verdict = await deps.chat.judge(prompts.grade(text, subject(state)), prompts.GRADE_OPTIONS)
+    score = verdict.probability(prompts.YES)
+    answerable = score >= deps.settings.grade_threshold
+    return gate.update(answerable=answerable, by="model", score=round(score, 4))
 
 
 async def rewrite(state: GraphState, deps: Deps) -> Update:

@@ -2,25 +2,30 @@
 
 Documents and visitors' messages are data, never instructions. Each prompt puts
 candor's own instruction first (the system turn) and every piece of outside text
-after it, inside a fence: `<message>`, `<question>`, `<queries>` or `<passage N>`,
+after it, inside a fence: `<message>`, `<question>`, `<queries>` or `<documents>`,
 each closed by its end tag. `data()` makes the fences hold whatever the text
 says: it strips the special tokens of chat formats (`<|im_end|>` and the like,
 which a backend might read as a turn boundary) and defuses any tag of a fence's
 name inside the text (`</question>` becomes `‹/question>`), so no text can close
-its fence and speak after it. The visitor's own text also loses citation markers
-(`[1]` becomes `(1)`), so the only markers the model sees are the passage
-numbers candor wrote. Each system prompt says that fenced text is data.
+its fence and speak after it. Outside text also loses citation markers (`[1]`
+becomes `(1)`), so the only markers the model sees are the excerpt numbers candor
+wrote. Each system prompt says that fenced text is data.
+
+Inside `<documents>`, each excerpt is labelled the way an answer cites it:
+`[1] Title - Section`, then its text. A small model copies what it is shown:
+tags such as `<passage 1>` came back in its answers ("The passage in <passage 1>
+states ..."), a label in the form of a citation comes back as a citation.
 
 Every piece of outside text is also cut at a fixed length, and a prompt shows at
-most MAX_PASSAGES passages and MAX_TRIED earlier queries: the longest prompt each
+most MAX_PASSAGES excerpts and MAX_TRIED earlier queries: the longest prompt each
 call can build is bounded, which is what the budget reservation counts on
 (candor.graph.limits).
 
 Prompts for the local 1.5B model are short on purpose: prompt evaluation on two
-cores costs more than decoding. Grade and generate share one system prompt that
-describes both tasks, then the same fenced passages and question; only the last
-line, naming the task, differs. So llama.cpp reuses the evaluated prefix and the
-generate call pays only for that line.
+cores costs more than decoding. Grade and generate share one system prompt, then
+the same fenced excerpts and question; only the last line, naming the task,
+differs. So llama.cpp reuses the evaluated prefix and the generate call pays only
+for that line.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ MAX_PASSAGES = 10  # the largest top_k a request may ask for
 MAX_TRIED = 5  # the most retrieval attempts the settings allow
 CUT = " ..."  # marks text cut at its limit
 
-FENCES = ("message", "question", "queries", "passage")
+FENCES = ("message", "question", "queries", "documents", "passage")
 # Special tokens of ChatML and its relatives: <|im_start|>, <|im_end|>, <|endoftext|> ...
 _SPECIAL_TOKEN = re.compile(r"<\|[^<>|\s]{0,64}\|>")
 _FENCE_TAG = re.compile(r"<(?=\s*/?\s*(?:" + "|".join(FENCES) + r")\b)", re.IGNORECASE)
@@ -137,7 +142,7 @@ def shown_text(text: str, max_chars: int) -> str:
     A word cut in half ("bisect ru") is what a small model then copies into its
     answer; the whole word is worth the few characters less.
     """
-    text = _defused(text)
+    text = _defused(text, visitor=True)
     if len(text) <= max_chars:
         return text
     cut = text[:max_chars]
@@ -147,40 +152,44 @@ def shown_text(text: str, max_chars: int) -> str:
 
 def passage_text(hit: Hit, max_chars: int) -> str:
     """One passage as the model sees it: its label line, then its text cut at max_chars."""
-    return f"{data(passage_label(hit), LABEL_CHARS)}\n{shown_text(hit.chunk.text, max_chars)}"
+    label = data(passage_label(hit), LABEL_CHARS, visitor=True)
+    return f"{label}\n{shown_text(hit.chunk.text, max_chars)}"
 
 
 def format_passages(passages: Sequence[Hit], max_chars: int) -> str:
-    return "\n\n".join(
-        f"<passage {number}>\n{passage_text(hit, max_chars)}\n</passage {number}>"
+    """The excerpts as the model reads them: one fence, each labelled as it is cited."""
+    body = "\n\n".join(
+        f"[{number}] {passage_text(hit, max_chars)}"
         for number, hit in enumerate(shown(passages), 1)
     )
+    return _fenced("documents", body)
 
 
 PASSAGES_SYSTEM = (
-    "You answer questions using only the numbered passages you are given, each between "
-    "<passage N> and </passage N>; the question is between <question> and </question>. "
-    + _data_rule("passage", "question")
-    + "\nYou are given one of two tasks.\n"
-    "GRADE: be a strict grader. Decide whether the passages contain the facts needed to "
-    "answer the question. The answer must be stated in the passages, not guessed, inferred "
-    "from general knowledge, or about a different command, option or product. If the "
-    "question names something (a command, option, setting, version, service) that the "
-    "passages never mention, answerable is false.\n"
-    "ANSWER: answer the question in 2 to 4 sentences using only the passages. After each "
-    "sentence, cite the numbers of the passages it comes from in square brackets, like [1] "
-    "or [2][3]. Keep exact names of commands, options and values as written in the passages."
+    "You are the documentation assistant of a website. You are given numbered excerpts "
+    "of its documents between <documents> and </documents>, and a visitor's question "
+    "between <question> and </question>. "
+    + _data_rule("documents", "question")
+    + " The task is the line after </question>. Use only what the excerpts say: no "
+    "outside knowledge and no guesses."
 )
 
-GRADE_TASK = "Task: GRADE. Can the question be answered from the passages above?"
-ANSWER_TASK = "Task: ANSWER the question from the passages above, citing them like [1]."
+GRADE_TASK = "Do the excerpts above say what the question asks? Answer yes or no."
+ANSWER_TASK = (
+    "Answer the question in 2 to 4 short sentences, using only the excerpts above. End "
+    "each sentence with the number of the excerpt it comes from, like [1]. Write the "
+    "answer itself: never mention the excerpts or their numbers in your sentences."
+)
 # Asked once when the first answer held no sentence (only markers or labels, which
 # the 1.5B model sometimes writes): the instruction again, where the model reads last.
 ANSWER_AGAIN_TASK = (
-    "Task: ANSWER. Write 2 to 4 sentences of your own that answer the question from the "
-    "passages above, and after each sentence cite its passages like [1]. Do not copy "
-    "passage labels."
+    "Write 2 to 4 sentences of your own that answer the question from the excerpts "
+    "above, each ending with the number of its excerpt, like [1]. Do not copy the "
+    "excerpts' labels."
 )
+# The grade's options, read as probabilities (ChatModel.judge).
+YES, NO = "yes", "no"
+GRADE_OPTIONS = (YES, NO)
 
 
 def _with_passages(passages_text: str, question: str, task: str) -> list[Message]:

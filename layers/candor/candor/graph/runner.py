@@ -35,6 +35,7 @@ from candor.graph.state import GraphState, TraceStep, Update
 from candor.ports import (
     ChatModel,
     Embedder,
+    Judged,
     PricedEmbedder,
     Reranked,
     Reranker,
@@ -174,6 +175,17 @@ class MeteredChatModel:
         self._admit(schema.__name__, need)
         try:
             result = await self.inner.structured(messages, schema, max_tokens=max_tokens)
+        except asyncio.CancelledError:
+            self._interrupted(need)
+            raise
+        self.meter.add(result.usage)
+        return result
+
+    async def judge(self, messages: Sequence[Message], options: Sequence[str]) -> Judged:
+        need = limits.CallBound(limits.input_tokens(messages), limits.JUDGE_MAX_TOKENS)
+        self._admit("judge", need)
+        try:
+            result = await self.inner.judge(messages, options)
         except asyncio.CancelledError:
             self._interrupted(need)
             raise

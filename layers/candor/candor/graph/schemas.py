@@ -18,9 +18,5 @@ class Moderation(BaseModel):
     insulting: bool
 
 
-class Grade(BaseModel):
-    answerable: bool
-
-
 class Rewrite(BaseModel):
     query: str = Field(min_length=1, max_length=200)

@@ -70,6 +70,8 @@ class GradeRecord:
     answerable: bool
     by: GradedBy
     grounding: GroundingCheck = GroundingCheck()
+    # The model's probability that the passages answer (None: no model judged).
+    score: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
