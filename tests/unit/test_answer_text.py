@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 
 import pytest
 
@@ -150,6 +151,45 @@ def test_a_long_sentence_goes_out_before_the_answer_ends() -> None:
     cleaner = AnswerCleaner(PASSAGES, SHOWN)
     first = cleaner.feed("gc.auto defaults to 6700 loose objects in the repository [1]. Then")
     assert first == "gc.auto defaults to 6700 loose objects in the repository [1]."
+
+
+def test_a_one_sentence_answer_streams_word_by_word_not_at_its_end() -> None:
+    # Seen with `candor serve`: a one-sentence answer came as one token event, with done.
+    sentence = (
+        "Set CANDOR_TOP_K in the environment to change how many excerpts the model "
+        "reads for each question [3]."
+    )
+    cleaner = AnswerCleaner(PASSAGES, SHOWN)
+    pieces = [cleaner.feed(word) for word in re.findall(r"\S+\s*", sentence)]
+    pieces.append(cleaner.finish())
+
+    shown = [piece for piece in pieces if piece]
+    assert len(shown) > 5  # words go out while the sentence is written
+    assert "".join(pieces).strip() == clean(sentence) == sentence
+
+
+@pytest.mark.parametrize(
+    ("answer", "cleaned"),
+    [
+        (
+            "The passage in <passage 1> states that gc.auto defaults to 6700 [1].",
+            "gc.auto defaults to 6700 [1].",
+        ),
+        ("According to [2], exit code 125 skips the commit.", "Exit code 125 skips the commit."),
+        (
+            "[1] The excerpt says that the default is 6700 loose objects in all.",
+            "The default is 6700 loose objects in all. [1]",
+        ),
+    ],
+)
+def test_an_opening_that_talks_about_the_passages_goes_streamed_or_whole(
+    answer: str, cleaned: str
+) -> None:
+    cleaner = AnswerCleaner(PASSAGES, SHOWN)
+    streamed = "".join(cleaner.feed(w) for w in re.findall(r"\S+\s*", answer))
+    streamed += cleaner.finish()
+    assert clean(answer) == cleaned
+    assert streamed.strip() == cleaned
 
 
 def test_the_agent_never_shows_a_pasted_label(make_deps: MakeDeps) -> None:

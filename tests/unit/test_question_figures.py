@@ -90,6 +90,7 @@ def test_lower_is_better_for_declines_specifics_and_costs() -> None:
     assert lower == {
         "answerable declined",
         "answers with an unsupported specific left",
+        "answers naming a passage, tag or instruction",
         "model calls per question",
         "prompt tokens per question",
         "seconds per question",

@@ -9,7 +9,7 @@ import pytest
 
 from candor.backends.keyword_vectors import document_vector, query_vector
 from candor.backends.sqlite_index import SqliteVectorIndex
-from candor.text import content_words, query_terms
+from candor.text import content_words, meta_talk, query_terms, without_meta_opening
 from candor.types import Chunk
 
 pytestmark = pytest.mark.unit
@@ -75,3 +75,54 @@ def test_identifiers_stay_whole_for_citations_and_are_split_for_search() -> None
 def test_a_question_of_stopwords_only_still_searches_by_them() -> None:
     assert query_terms("what is it") == ["what", "is", "it"]
     assert query_terms("?! ...") == []
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "The passage in <passage 1> states that 0 disables it [1].",
+        "Passage 2 says the default is 6700.",
+        "According to the excerpts, it skips the commit.",
+        "The provided context does not mention Litestream.",
+        "Based on the provided passages, run git gc.",
+        "In the passage, gc.auto is described.",
+    ],
+)
+def test_an_answer_that_talks_about_its_sources_is_counted(answer: str) -> None:
+    assert meta_talk(answer)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Exit code 125 skips the commit [1].",
+        "The documentation of git gc lists gc.auto [2].",
+        "This is done by default when the rr-cache directory exists [1].",
+        "Run git commit --amend to change the last commit message [1].",
+    ],
+)
+def test_an_answer_in_prose_is_not_counted(answer: str) -> None:
+    assert meta_talk(answer) == []
+
+
+def test_a_sentence_pasted_from_the_instructions_is_counted() -> None:
+    instructions = "Answer the question in 2 to 4 short sentences, using only the excerpts."
+    answer = "gc.auto defaults to 6700 [1]. Answer the question in 2 to 4 short sentences."
+    pasted = "Answer the question in 2 to 4 short sentences."
+    assert meta_talk(answer, instructions) == [pasted]
+    assert meta_talk("gc.auto defaults to 6700 [1].", instructions) == []
+
+
+@pytest.mark.parametrize(
+    ("sentence", "kept"),
+    [
+        ("The passage states that the default is 50 [1].", "The default is 50 [1]."),
+        ("According to [1], gc.auto defaults to 6700.", "gc.auto defaults to 6700."),
+        ("The document states: run it.", "Run it."),
+        ("The exit code is 125 [1].", "The exit code is 125 [1]."),
+    ],
+)
+def test_an_opening_about_the_sources_is_dropped_and_the_sentence_kept(
+    sentence: str, kept: str
+) -> None:
+    assert without_meta_opening(sentence) == kept

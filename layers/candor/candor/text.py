@@ -91,3 +91,70 @@ def content_words(text: str) -> set[str]:
         for word in IDENTIFIER.findall(text.casefold())
         if word not in ATTRIBUTION_STOPWORDS and (len(word) >= 3 or any(c.isdigit() for c in word))
     }
+
+
+# -- answers that talk about their sources ---------------------------------------------
+# A visitor asked a question, not for a reading of candor's prompt: an answer that
+# names a passage ("The passage states ...", "<passage 1>", "excerpt 2 says") or
+# pastes candor's own instructions does not read as an answer. The eval counts such
+# answers (`meta_talk`); the answer clean-up removes what it safely can
+# (`without_meta_opening`).
+_SOURCE = r"(?:passage|excerpt|document|source|snippet|context|text)s?"
+_META = re.compile(
+    r"</?\s*(?:passage|excerpt|document)s?\b[^<>\n]{0,12}>"  # a tag: <passage 1>
+    rf"|\b(?:passage|excerpt|snippet)s?\s*\[?\d{{1,2}}\]?"  # by number: passage 2
+    rf"|\b(?:the|this|these|that|each|both)\s+(?:provided\s+|given\s+)?{_SOURCE}\s+"
+    r"(?:\[?\d{1,2}\]?\s+)?(?:state|say|mention|describe|explain|provide|indicate|show|note|"
+    r"suggest|specif|contain|refer|discuss|do(?:es)?\s+not)\w*"  # The passage states
+    rf"|\baccording\s+to\s+(?:the\s+)?(?:provided\s+|given\s+)?(?:{_SOURCE}|\[\d{{1,2}}\])"
+    rf"|\b(?:in|from)\s+the\s+(?:provided\s+|given\s+)?(?:passage|excerpt|snippet|context)s?\b"
+    rf"|\bbased\s+on\s+the\s+(?:provided\s+|given\s+)?{_SOURCE}",
+    re.IGNORECASE,
+)
+# What an answer's sentence may open with that only talks about the sources: dropped,
+# and the rest of the sentence kept ("According to [1], gc.auto ..." -> "gc.auto ...").
+_META_OPENING = re.compile(
+    r"^\s*(?:"
+    rf"(?:according\s+to|based\s+on|as\s+(?:stated|described|mentioned)\s+in)\s+(?:the\s+)?"
+    rf"(?:provided\s+|given\s+)?(?:{_SOURCE}|documentation)?\s*(?:\(?\[?\d{{1,2}}\]?\)?)?\s*,\s*"
+    rf"|(?:the|this)\s+(?:provided\s+|given\s+)?{_SOURCE}\s*(?:\[?\d{{1,2}}\]?\s*)?"
+    r"(?:in\s+<\s*passage\s+\d{1,2}\s*>\s*)?"
+    r"(?:states?|says?|mentions?|explains?|notes?|describes?|shows?|indicates?|suggests?)"
+    r"(?:\s+that)?\s*[:,]?\s+"
+    rf"|in\s+(?:the\s+)?(?:provided\s+|given\s+)?{_SOURCE}\s*(?:\[?\d{{1,2}}\]?)?\s*,\s*"
+    r")",
+    re.IGNORECASE,
+)
+_PLAIN_WORD = re.compile(r"[a-z]+(?![\w.\-(`])")
+# Instructions shorter than this are not counted as pasted: a short phrase is chance.
+_MIN_PASTED_CHARS = 30
+
+
+def meta_talk(answer: str, instructions: str = "") -> list[str]:
+    """What in `answer` talks about its sources or pastes `instructions`, each once."""
+    found = [m.group(0) for m in _META.finditer(answer)]
+    if instructions:
+        folded = " ".join(instructions.casefold().split())
+        for sentence in re.split(r"(?<=[.!?])\s+|\n+", answer):
+            plain = " ".join(re.sub(r"\[\d{1,2}\]", " ", sentence).casefold().split())
+            plain = plain.strip(" .,;:")
+            if len(plain) >= _MIN_PASTED_CHARS and plain in folded:
+                found.append(sentence.strip())
+    return list(dict.fromkeys(found))
+
+
+def without_meta_opening(sentence: str) -> str:
+    """The sentence without an opening that only talks about its sources.
+
+    The rest begins with a capital when its first word is a plain lower-case word
+    ("that the default ..." -> "The default ..."); an identifier (`gc.auto`, a
+    backticked command, --force) keeps its case.
+    """
+    match = _META_OPENING.match(sentence)
+    if match is None or match.end() == len(sentence):
+        return sentence
+    rest = sentence[match.end() :]
+    if _PLAIN_WORD.match(rest):
+        rest = rest[0].upper() + rest[1:]
+    lead = sentence[: len(sentence) - len(sentence.lstrip())]
+    return lead + rest

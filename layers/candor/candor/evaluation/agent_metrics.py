@@ -36,6 +36,7 @@ RATES = (
     "gate_declined",
     "support_trimmed",
     "unsupported_in_answers",
+    "answers_naming_sources",
 )
 
 
@@ -68,6 +69,8 @@ class AgentRecord:
     # Specifics of the answer as sent that its cited passages and the question do
     # not hold, checked again by the harness: the support check's miss count.
     unsupported_left: tuple[str, ...] = ()
+    # What the answer says about its sources instead of answering (candor.text.meta_talk).
+    meta_talk: tuple[str, ...] = ()
     error: str | None = None
 
     @property
@@ -105,6 +108,7 @@ class AgentRecord:
             "support": self.support,
             "unsupported": list(self.unsupported),
             "unsupported_left": list(self.unsupported_left),
+            "meta_talk": list(self.meta_talk),
             "answer": self.answer,
         }
 
@@ -165,6 +169,11 @@ def summarise(records: Sequence[AgentRecord]) -> dict[str, Any]:
         ),
         "unsupported_in_answers": (
             sum(1 for r in all_answered if r.unsupported_left),
+            len(all_answered),
+        ),
+        # Answers that name a passage, a tag or an instruction instead of answering.
+        "answers_naming_sources": (
+            sum(1 for r in all_answered if r.meta_talk),
             len(all_answered),
         ),
     }

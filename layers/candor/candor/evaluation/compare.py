@@ -32,6 +32,7 @@ AGENT_FIGURES = (
     ("gate_declined", "declined by the grounding gate"),
     ("support_trimmed", "answers with an unsupported specific (trimmed or declined)"),
     ("unsupported_in_answers", "unsupported specifics left in answers"),
+    ("answers_naming_sources", "answers naming a passage, tag or instruction"),
     ("rewrite_rate", "questions that needed a rewrite"),
     ("model_calls_per_answered", "model calls per answered question"),
     ("p50_s", "seconds per question, p50"),

@@ -20,7 +20,7 @@ import re
 import time
 from collections.abc import Sequence
 
-from candor import retrieval
+from candor import retrieval, text
 from candor.backends.sqlite_index import SqliteVectorIndex
 from candor.evaluation import plain
 from candor.evaluation.agent_metrics import AgentRecord
@@ -145,4 +145,5 @@ async def answer_one(
         cost_usd=reply.usage.cost_usd,
         attempts=1,
         unsupported_left=left,
+        meta_talk=tuple(text.meta_talk(answer, SYSTEM)) if not declined else (),
     )

@@ -59,6 +59,10 @@ AGENT_FIGURES: tuple[tuple[Figure, Callable[[Row], bool | float | None]], ...] =
         Figure("answers with an unsupported specific left", False),
         lambda r: bool(r.get("unsupported_left")) if _answered(r) else None,
     ),
+    (
+        Figure("answers naming a passage, tag or instruction", False),
+        lambda r: bool(r.get("meta_talk")) if _answered(r) and "meta_talk" in r else None,
+    ),
     (Figure("citations naming a retrieved passage (share per answer)", True), _citation_share),
     (Figure("model calls per question", False), lambda r: r["model_calls"] if _done(r) else None),
     (Figure("prompt tokens per question", False), lambda r: r["tokens_in"] if _done(r) else None),

@@ -22,6 +22,7 @@ AGENT_ROWS = (
     ("gate_declined", "Declined by the grounding gate (a name no document holds)"),
     ("support_trimmed", "Answers with an unsupported specific (trimmed or declined)"),
     ("unsupported_in_answers", "Unsupported specifics left in answers"),
+    ("answers_naming_sources", "Answers that name a passage, a tag or an instruction"),
     ("model_calls_per_question", "Model calls per question"),
     ("model_calls_per_answered", "Model calls per answered question"),
     ("tokens_per_question", "Tokens per question"),
@@ -192,6 +193,7 @@ REFERENCE_ROWS = (
     ("answerable_declined", "answerable declined"),
     ("decline_recall", "unanswerable declined"),
     ("unsupported_in_answers", "answers with an unsupported specific left"),
+    ("answers_naming_sources", "answers naming a passage, tag or instruction"),
     ("citation_validity", "citation validity"),
     ("citation_accuracy", "answers citing an expected page"),
 )

@@ -12,7 +12,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from candor import retrieval
+from candor import retrieval, text
 from candor.backends.sqlite_index import SqliteVectorIndex
 from candor.backends.sqlite_state import SqliteStateStore
 from candor.deps import Deps
@@ -36,6 +36,10 @@ from candor.settings import Settings
 from candor.types import Hit
 
 RETRIEVAL_TOP_K = max(retrieval_metrics.KS)
+# What an answer may paste from candor's own prompt (counted by candor.text.meta_talk).
+INSTRUCTIONS = " ".join(
+    (prompts.PASSAGES_SYSTEM, prompts.GRADE_TASK, prompts.ANSWER_TASK, prompts.ANSWER_AGAIN_TASK)
+)
 # The reference every report shows beside candor's own strategies (candor.evaluation.plain).
 REFERENCE_STRATEGIES: tuple[str, ...] = ("plain", "plain_dense")
 # Guards that would refuse or throttle the run are lifted; the cache and the
@@ -303,6 +307,9 @@ async def _ask_one(deps: Deps, question: Question, *, allowed_s: float) -> Agent
         support=None if result.support is None else result.support.verdict,
         unsupported=() if result.support is None else result.support.unsupported,
         unsupported_left=left,
+        meta_talk=tuple(text.meta_talk(result.answer, INSTRUCTIONS))
+        if result.decision == "answered"
+        else (),
     )
 
 

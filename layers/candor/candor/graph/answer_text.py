@@ -28,6 +28,7 @@ from candor.graph.prompts import (
     passage_label,
     shown_text,
 )
+from candor.text import without_meta_opening
 from candor.types import Hit
 
 _MARKER = re.compile(r"\[\d{1,2}\]")
@@ -46,6 +47,11 @@ _TAIL_CHARS = 24
 _MIN_DUPLICATE = 30
 # A line longer than every label by this much is prose.
 _LABEL_SLACK = 12
+# A sentence streams word by word once this much of it is written: enough to tell
+# it from an opening about the passages or a sentence written before.
+_JUDGE_CHARS = 60
+# This much of a sentence standing word for word in a cut passage is a copy of it.
+_COPIED_CHARS = 40
 # A last line of this many words without an ending was cut off by the token limit.
 _MIN_CUT_WORDS = 4
 
@@ -58,6 +64,15 @@ def _plain(text: str) -> str:
 
 # candor's own instructions, which the model sometimes pastes back as a sentence.
 _INSTRUCTIONS = _plain(" ".join((PASSAGES_SYSTEM, GRADE_TASK, ANSWER_TASK)))
+
+
+def _opened(text: str, *, keep_markers: bool = False) -> str:
+    """A sentence without an opening that only talks about the passages; its leading
+    citation markers kept in front (for _cited_after to move) or left out."""
+    lead = _LEADING_MARKERS.match(text)
+    markers = lead.group(0) if lead else ""
+    body = without_meta_opening(text[len(markers) :])
+    return (markers + body) if keep_markers else body.lstrip()
 
 
 def _markers(text: str) -> str:
@@ -96,6 +111,7 @@ class AnswerCleaner:
         self._labels: set[str] = set()
         self._heads: list[str] = []  # full labels, which a line may start with
         self._tails: list[str] = []  # the last characters shown of each cut passage
+        self._cut_texts: list[str] = []  # the text shown of each cut passage, spaces evened
         for hit in passages:
             chunk = hit.chunk
             full = passage_label(hit)
@@ -107,6 +123,7 @@ class AnswerCleaner:
                 tail = shown.removesuffix(CUT)[-_TAIL_CHARS:]
                 if len(tail) == _TAIL_CHARS:
                     self._tails.append(tail)
+                    self._cut_texts.append(" ".join(shown.removesuffix(CUT).split()))
         self._decide_at = max((len(h) for h in self._heads), default=0) + _LABEL_SLACK
         self._line = ""  # the current line, as far as it has not gone out
         self._prose = False  # the current line is prose: its sentences go out as they end
@@ -116,6 +133,8 @@ class AnswerCleaner:
         self._seen: set[str] = set()
         self._in_code = False  # inside a ``` block, where lines are kept as written
         self._cited: set[str] = set()  # markers of the last text let out
+        self._streaming = False  # the sentence being written is going out word by word
+        self._streamed = ""  # what of it has gone out
 
     def feed(self, text: str) -> str:
         self._line += text
@@ -161,7 +180,38 @@ class AnswerCleaner:
         while (end := _SENTENCE_END.search(self._line)) is not None:
             sentence, self._line = self._line[: end.end()], self._line[end.end() :]
             out.append(self._sentence(sentence))
+        out.append(self._words())
         return "".join(out)
+
+    def _words(self) -> str:
+        """The finished words of the sentence being written, once it can be judged.
+
+        A sentence goes out word by word as soon as its opening is long enough to
+        tell it from what the clean-up drops whole: a pasted instruction, a sentence
+        written before, an opening that only talks about the passages. Its leading
+        markers are held, to follow it.
+        """
+        partial = self._line
+        if self._rest_dropped or any(tail in partial for tail in self._tails):
+            return ""
+        # Text copied from a passage that was cut may run on to the cut, and then goes
+        # whole: it waits for the sentence's end.
+        flat = " ".join(partial.split())[-_COPIED_CHARS:]
+        if len(flat) == _COPIED_CHARS and any(flat in text for text in self._cut_texts):
+            return ""
+        if not self._streaming:
+            key = _plain(partial)
+            if len(partial.strip()) < _JUDGE_CHARS or key in _INSTRUCTIONS:
+                return ""
+            if any(seen.startswith(key[:_MIN_DUPLICATE]) for seen in self._seen):
+                return ""
+        shaped = _opened(partial)
+        ready = shaped[: max(shaped.rfind(" "), 0)].rstrip()
+        if len(ready) <= len(self._streamed):
+            return ""
+        piece, self._streamed = ready[len(self._streamed) :], ready
+        self._streaming = True
+        return self._out(piece, keep_cited=True)
 
     def _end_line(self) -> str:
         line, self._line = self._line, ""
@@ -187,6 +237,18 @@ class AnswerCleaner:
 
     def _sentence(self, text: str) -> str:
         """One finished sentence (or short line) of the answer: let out, or dropped."""
+        streamed, self._streamed = self._streamed, ""
+        if self._streaming:
+            # Its opening went out already: the rest follows as it was judged then.
+            self._streaming = False
+            key = _plain(text)
+            if key:
+                self._seen.add(key)
+            if self._rest_dropped or any(tail in text for tail in self._tails):
+                self._rest_dropped = True
+                return self._inline(_markers(text))
+            whole = _cited_after(_opened(text, keep_markers=True))
+            return self._out(whole.lstrip()[len(streamed) :])
         if self._rest_dropped:
             return self._inline(_markers(text))
         for tail in self._tails:
@@ -200,7 +262,7 @@ class AnswerCleaner:
             if key in self._seen or key in _INSTRUCTIONS:
                 return self._inline(_markers(text))
             self._seen.add(key)
-        return self._out(_cited_after(text))
+        return self._out(_cited_after(_opened(text, keep_markers=True)))
 
     def _without_head(self, line: str) -> str:
         """The line without a passage label it opens with ("[1] title - heading ...")."""
@@ -216,8 +278,9 @@ class AnswerCleaner:
 
     # -- letting text out -------------------------------------------------------------
 
-    def _out(self, text: str) -> str:
-        self._cited = set(_MARKER.findall(text))
+    def _out(self, text: str, *, keep_cited: bool = False) -> str:
+        if not keep_cited:
+            self._cited = set(_MARKER.findall(text))
         if not self._started:
             self._started = True
             return text.lstrip()

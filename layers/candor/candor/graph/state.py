@@ -83,6 +83,8 @@ class SupportCheck:
     unsupported: tuple[str, ...] = ()
     removed: tuple[str, ...] = ()
     declined: bool = False  # nothing supported was left
+    # Sentences whose specifics only another shown passage holds: cited to it instead.
+    recited: tuple[str, ...] = ()
 
     @property
     def verdict(self) -> Literal["supported", "trimmed", "declined"]:

@@ -168,6 +168,7 @@ def verify(
     by_id = {hit.chunk.id: hit for hit in passages}
     cited = [by_id[c.id] for c in citations if c.id in by_id]
     evidence = "\n".join([question, *(shown(hit, passage_chars) for hit in cited)])
+    recited: list[str] = []
     trailing = _TRAILING_MARKERS.search(answer)
     body = answer[: trailing.start(1)] if trailing else answer
     kept: list[str] = []
@@ -178,7 +179,16 @@ def verify(
         found = read_specifics(sentence)
         checked += len(found)
         missing = [s.text for s in found if not s.supported_by(evidence)]
-        if missing:
+        holder = _holder(found, passages, question, passage_chars) if missing else None
+        if holder is not None:
+            # The model cited the wrong passage: another one it was shown holds every
+            # specific of the sentence, so the sentence is kept and cited to that one.
+            if all(hit.chunk.id != holder.chunk.id for hit in cited):
+                cited.append(holder)
+            number = 1 + next(i for i, hit in enumerate(cited) if hit.chunk.id == holder.chunk.id)
+            kept.append(_cited_to(sentence, number))
+            recited.append(sentence.strip())
+        elif missing:
             removed.append(sentence.strip())
             unsupported += [s for s in missing if s not in unsupported]
         else:
@@ -193,9 +203,32 @@ def verify(
         unsupported=tuple(unsupported),
         removed=tuple(removed),
         declined=declined,
+        recited=tuple(recited),
     )
     if declined:
         return Verified("", (), check)
-    if not removed:  # leave an answer with nothing to remove exactly as it was
+    if not removed and not recited:  # leave an answer with nothing to change exactly as it was
         return Verified(answer, tuple(citations), check)
     return Verified(renumbered, still_cited, check)
+
+
+def _holder(
+    found: Sequence[Specific], passages: Sequence[Hit], question: str, passage_chars: int
+) -> Hit | None:
+    """The first passage shown that, with the question, holds every specific found."""
+    for hit in passages:
+        evidence = f"{question}\n{shown(hit, passage_chars)}"
+        if all(specific.supported_by(evidence) for specific in found):
+            return hit
+    return None
+
+
+_SENTENCE_MARKERS = re.compile(r"[ \t]*\[\d{1,2}\]")
+
+
+def _cited_to(sentence: str, number: int) -> str:
+    """The sentence with its markers replaced by one for passage `number`, at its end."""
+    body = _SENTENCE_MARKERS.sub("", sentence)
+    stripped = body.rstrip()
+    end = len(stripped.rstrip(".!?"))
+    return f"{stripped[:end]} [{number}]{stripped[end:]}{body[len(stripped) :]}"
