@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 import pytest
 
@@ -62,7 +63,9 @@ def test_citations_only_reference_passages_that_were_retrieved(make_deps: MakeDe
 
 
 def test_answer_without_any_valid_citation_is_declined(make_deps: MakeDeps) -> None:
-    chat = ScriptedChatModel({"Triage": [QUESTION], "judge": [True], "text": ["Just do it."]})
+    chat = ScriptedChatModel(
+        {"Triage": [QUESTION], "judge": [True], "text": ["Just do it the usual way."]}
+    )
     result = ask(make_deps, chat, "What does --force-with-lease do?")
     assert result.decision == "declined"
     assert result.citations == ()
@@ -83,6 +86,44 @@ def test_an_answer_of_markers_alone_is_asked_once_more_and_answered(make_deps: M
     assert result.answer == "It refuses to overwrite work you have not seen [1]."
     second = chat.calls[-1].messages[-1]["content"]
     assert second.endswith(prompts.ANSWER_AGAIN_TASK)
+
+
+def test_an_answer_of_one_word_repeated_is_asked_once_more(make_deps: MakeDeps) -> None:
+    # What the local model wrote for a multi-page dev question (git-022, 2026-12-02).
+    chat = ScriptedChatModel(
+        {
+            "Triage": [QUESTION],
+            "judge": [True],
+            "text": [
+                "superproject. [1] superproject. [2]",
+                "It refuses to overwrite work you have not seen [1].",
+            ],
+        }
+    )
+    result = ask(make_deps, chat, "What does --force-with-lease do?")
+    assert result.answer == "It refuses to overwrite work you have not seen [1]."
+    assert chat.kinds().count("text") == 2
+
+
+def test_a_grade_below_the_threshold_declines_and_one_above_answers(make_deps: MakeDeps) -> None:
+    # The threshold is the setting's: the same probability answers or not by it alone.
+    answer = "It refuses to overwrite work you have not seen [1]."
+    for threshold, decision in ((0.9, "declined"), (0.6, "answered")):
+        chat = ScriptedChatModel(
+            {
+                "Triage": [QUESTION],
+                "judge": [0.8, 0.8],
+                "Rewrite": [{"query": "lease"}],
+                "text": [answer],
+            }
+        )
+        deps = make_deps(chat)
+        deps = dataclasses.replace(
+            deps, settings=deps.settings.model_copy(update={"grade_threshold": threshold})
+        )
+        result = asyncio.run(service.ask(deps, "What does --force-with-lease do?"))
+        assert result.decision == decision
+        assert next(g.score for g in result.grades) == 0.8
 
 
 def test_a_second_answer_of_markers_alone_is_declined_without_a_third_call(
@@ -239,7 +280,7 @@ def test_long_message_called_a_follow_up_is_searched_on_its_own(make_deps: MakeD
         {
             "Triage": [{"abusive": False, "kind": "follow_up"}],
             "judge": [True],
-            "text": ["Stash them first [1]."],
+            "text": ["Stash your changes first [1]."],
         }
     )
     question = "I am halfway through some edits and need to switch to an urgent fix branch"
@@ -253,7 +294,7 @@ def test_moderation_sees_the_new_message_alone(make_deps: MakeDeps) -> None:
         {
             "Triage": [QUESTION, QUESTION],
             "judge": [True] * 2,
-            "text": ["Amend it [1].", "Amend it [1]."],
+            "text": ["Amend the last commit [1].", "Amend the last commit [1]."],
         }
     )
     first = ask(make_deps, chat, "How do I amend a commit message?")
@@ -268,7 +309,7 @@ def test_follow_up_uses_the_previous_question_as_its_topic(make_deps: MakeDeps) 
         {
             "Triage": [QUESTION, {"abusive": False, "kind": "follow_up"}],
             "judge": [True] * 2,
-            "text": ["It skips [1].", "Exit code 125 skips the commit [1]."],
+            "text": ["It skips that commit [1].", "Exit code 125 skips the commit [1]."],
         }
     )
     first = ask(make_deps, chat, "What does exit code 125 mean for git bisect run?")

@@ -293,7 +293,7 @@ def test_answers_to_follow_ups_are_not_cached(make_deps: MakeDeps) -> None:
         {
             "Triage": [follow_up, follow_up],
             "judge": [True] * 2,
-            "text": ["More about it [1]."] * 2,
+            "text": ["More about the lease check [1]."] * 2,
         }
     )
     client = http(guarded(make_deps, chat))
@@ -351,3 +351,23 @@ def test_the_settings_fingerprint_changes_with_what_shapes_an_answer(tmp_path: P
     assert fingerprint(settings) == fingerprint(
         settings.model_copy(update={"cache_ttl_seconds": 9})
     )
+
+
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [
+        ("grade_threshold", 0.9),
+        ("pack_context", False),
+        ("pack_candidates", 5),
+        ("context_chars", 900),
+    ],
+)
+def test_a_cached_answer_is_not_served_under_another_grade_or_context(
+    tmp_path: Path, setting: str, value: object
+) -> None:
+    # A decline cached under one grade threshold was served under another.
+    settings = Settings(data_dir=tmp_path)
+    other = settings.model_copy(update={setting: value})
+    assert guards.settings_fingerprint(
+        settings, chat="local", embedder="e", top_k=6
+    ) != guards.settings_fingerprint(other, chat="local", embedder="e", top_k=6)

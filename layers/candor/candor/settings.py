@@ -110,7 +110,7 @@ class Settings(BaseSettings):
     max_attempts: int = Field(default=2, ge=1, le=5)
     # The grade answers when the model's probability that the passages say what the
     # question asks is at least this (candor.graph.nodes.grade); chosen on the dev set.
-    grade_threshold: float = Field(default=0.5, ge=0, le=1)
+    grade_threshold: float = Field(default=0.72, ge=0, le=1)
     passage_chars: int = Field(default=600, ge=100, description="passage text shown to the model")
     # How the dense and keyword rankings become one (candor.retrieval.fuse): "rrf"
     # (Reciprocal Rank Fusion, k = rrf_k) or "score" (min-max normalised scores,

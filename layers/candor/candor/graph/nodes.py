@@ -15,10 +15,11 @@ from candor import retrieval
 from candor.deps import Deps
 from candor.graph import grounding, limits, prompts, quotes, smalltalk, support
 from candor.graph.answer_text import AnswerCleaner, clean_answer
-from candor.graph.citations import cite, with_attribution
+from candor.graph.citations import MARKER, cite, with_attribution
 from candor.graph.schemas import Moderation, Rewrite, Triage
 from candor.graph.state import GraphState, Intent, Update
 from candor.settings import Settings
+from candor.text import words
 from candor.types import Hit, Message
 
 
@@ -176,6 +177,15 @@ async def _written_answer(messages: list[Message], shown: Sequence[Hit], deps: D
     return clean_answer(reply.text, shown, deps.settings.passage_chars)
 
 
+# An answer of fewer distinct words than this ("prune [1] [2]", "superproject. [1]
+# superproject. [2]") answers nothing: seen on the dev set with many excerpts shown.
+MIN_ANSWER_WORDS = 4
+
+
+def _too_short(answer: str) -> bool:
+    return len({word.casefold() for word in words(MARKER.sub(" ", answer))}) < MIN_ANSWER_WORDS
+
+
 async def generate(state: GraphState, deps: Deps) -> Update:
     """Exactly one behaviour: converse, answer with citations, or decline."""
     settings = deps.settings
@@ -197,9 +207,9 @@ async def generate(state: GraphState, deps: Deps) -> Update:
     shown = prompts.shown(state.passages)
     text = prompts.format_passages(shown, settings.passage_chars)
     written = await _written_answer(prompts.answer(text, subject(state)), shown, deps)
-    if not written:
-        # Markers or labels alone are a slip of the model, not a verdict on the
-        # passages (the grade said they answer): ask once more.
+    if _too_short(written):
+        # Markers, labels or a word alone are a slip of the model, not a verdict on
+        # the passages (the grade said they answer): ask once more.
         written = await _written_answer(prompts.answer_again(text, subject(state)), shown, deps)
     answer, citations = cite(written, shown)
     if not citations:
