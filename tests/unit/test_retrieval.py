@@ -238,3 +238,44 @@ def test_an_unknown_strategy_is_refused(
 ) -> None:
     with pytest.raises(ValueError, match="bm42"):
         find(embedder, index, "anything", top_k=1, candidates=1, strategy="bm42")
+
+
+# -- what the model is shown ----------------------------------------------------
+
+
+def test_a_reference_gets_its_top_passages_up_to_the_same_characters() -> None:
+    from candor.retrieval import within
+
+    passages = [Hit(Chunk(f"p{n}", "word " * 160, f"p{n}.md"), 0.0) for n in range(5)]
+    shown = within(passages, budget=1000, passage_chars=600)
+    assert ids(shown) == ["p0", "p1"]
+    assert len(shown[0].chunk.text) <= 600 and sum(len(h.chunk.text) for h in shown) <= 1000
+
+
+def test_packed_or_not_the_graph_shows_what_the_settings_say(
+    tmp_path: Path,
+) -> None:
+    from candor.backends.hashing_embedder import HashingEmbedder
+    from candor.retrieval import configured_search
+    from candor.settings import Settings
+
+    embedder = HashingEmbedder()
+    long = " ".join(f"Sentence {n} is about pushing with a lease." for n in range(40))
+    chunks = [Chunk(f"c-{n}", long, f"p{n}.md", f"Page {n}") for n in range(4)]
+    with SqliteVectorIndex(tmp_path / "i.sqlite3", embedder.dimensions) as index:
+        index.upsert(chunks, embedder.embed([c.text for c in chunks]))
+        packed_settings = Settings(data_dir=tmp_path, context_chars=700, top_k=3)
+        packed = configured_search(
+            "lease", packed_settings, embedder=embedder, index=index, reranker=None, top_k=3
+        )
+        unpacked = configured_search(
+            "lease",
+            packed_settings.model_copy(update={"pack_context": False}),
+            embedder=embedder,
+            index=index,
+            reranker=None,
+            top_k=3,
+        )
+    assert sum(len(h.chunk.text) for h in packed) <= 700 and len(packed) <= 3
+    assert all(len(h.chunk.text) <= packed_settings.passage_chars for h in packed)
+    assert len(unpacked) == 3 and all(h.chunk.text == long for h in unpacked)

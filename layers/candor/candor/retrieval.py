@@ -248,13 +248,16 @@ def within(hits: Sequence[Hit], *, budget: int, passage_chars: int) -> list[Hit]
     kept: list[Hit] = []
     spent = 0
     for hit in hits:
-        if spent >= budget:
-            break
         room = min(passage_chars, budget - spent)
+        if room < _MIN_SHOWN:  # a few words of a passage say nothing
+            break
         text = hit.chunk.text if len(hit.chunk.text) <= room else _cut(hit.chunk.text, room)
         kept.append(Hit(_with_text(hit.chunk, text), hit.score))
         spent += len(text)
     return kept
+
+
+_MIN_SHOWN = 100
 
 
 def _cut(text: str, chars: int) -> str:
