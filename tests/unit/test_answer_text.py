@@ -217,3 +217,24 @@ def test_the_model_is_shown_whole_words_where_a_passage_is_cut() -> None:
     shown = prompts.passage_text(PASSAGES[1], SHOWN)
     assert shown.endswith("as far as bisect ...")
     assert shown.startswith("git-bisect(1) - OPTIONS > run\n")
+
+
+def test_the_sentence_after_one_whose_markers_moved_keeps_its_space() -> None:
+    # Seen on the dev set (git-003): "... cannot be tested. [3]If the script exits ..."
+    raw = (
+        "[3] Exit code 125 is used when the current source code cannot be tested. If the "
+        "script exits with this code, the current revision will be skipped."
+    )
+    cleaner = AnswerCleaner(PASSAGES, SHOWN)
+    streamed = "".join(cleaner.feed(w) for w in re.findall(r"\S+\s*", raw)) + cleaner.finish()
+    expected = (
+        "Exit code 125 is used when the current source code cannot be tested. [3] If the "
+        "script exits with this code, the current revision will be skipped."
+    )
+    assert clean(raw) == expected and streamed.strip() == expected
+
+
+def test_a_sentence_whose_marker_stands_for_its_object_is_dropped() -> None:
+    # Seen on the dev set (git-010): the command to run was never written.
+    answer = "To take back your last commit but keep your edits, you should run [4]."
+    assert clean(answer) == ""

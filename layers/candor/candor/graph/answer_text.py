@@ -11,7 +11,8 @@ The cleaner reads the answer as it is written and lets text out as soon as it ha
 decided on it, so the same rules hold when answer tokens are streamed to a
 visitor: feed it the tokens, send on what each call returns, then what `finish`
 returns. A short line (one that could be a label) and a table row are decided at
-their line break; a longer line goes out one finished sentence at a time.
+their line break; in a longer line each sentence goes out word by word once its
+first 60 characters show it is not one dropped whole (`words`), else when it ends.
 Citation markers in text that is dropped are kept, so what they cite stays cited.
 """
 
@@ -47,6 +48,13 @@ _TAIL_CHARS = 24
 _MIN_DUPLICATE = 30
 # A line longer than every label by this much is prose.
 _LABEL_SLACK = 12
+# A sentence whose citation stands where its object should ("you should run [4].",
+# seen on the dev set): the model cited the passage instead of saying what it says.
+_DANGLING = re.compile(
+    r"\b(?:run|use|execute|type|enter|call|set|following|with|to|the|a|an|is|are|of|by|as"
+    r"|from|command|option)\s*[:.]?\s*$",
+    re.IGNORECASE,
+)
 # A sentence streams word by word once this much of it is written: enough to tell
 # it from an opening about the passages or a sentence written before.
 _JUDGE_CHARS = 60
@@ -72,7 +80,11 @@ def _opened(text: str, *, keep_markers: bool = False) -> str:
     lead = _LEADING_MARKERS.match(text)
     markers = lead.group(0) if lead else ""
     body = without_meta_opening(text[len(markers) :])
-    return (markers + body) if keep_markers else body.lstrip()
+    if keep_markers:
+        return markers + body
+    # The space before the sentence stays: it separates it from the one before.
+    spaces = text[: len(text) - len(text.lstrip())]
+    return spaces + body.lstrip()
 
 
 def _markers(text: str) -> str:
@@ -107,7 +119,7 @@ def _cited_after(sentence: str) -> str:
 class AnswerCleaner:
     """Feed it an answer's text in pieces; each call returns what is ready to be shown."""
 
-    def __init__(self, passages: Sequence[Hit], shown_chars: int) -> None:
+    def __init__(self, passages: Sequence[Hit], shown_chars: int, *, words: bool = True) -> None:
         self._labels: set[str] = set()
         self._heads: list[str] = []  # full labels, which a line may start with
         self._tails: list[str] = []  # the last characters shown of each cut passage
@@ -133,6 +145,9 @@ class AnswerCleaner:
         self._seen: set[str] = set()
         self._in_code = False  # inside a ``` block, where lines are kept as written
         self._cited: set[str] = set()  # markers of the last text let out
+        # Let a sentence out word by word while it is written (a visitor's stream), or
+        # only once it is whole (the answer kept, which drops what a whole sentence shows).
+        self._words_out = words
         self._streaming = False  # the sentence being written is going out word by word
         self._streamed = ""  # what of it has gone out
 
@@ -192,7 +207,9 @@ class AnswerCleaner:
         markers are held, to follow it.
         """
         partial = self._line
-        if self._rest_dropped or any(tail in partial for tail in self._tails):
+        if not self._words_out or self._rest_dropped:
+            return ""
+        if any(tail in partial for tail in self._tails):
             return ""
         # Text copied from a passage that was cut may run on to the cut, and then goes
         # whole: it waits for the sentence's end.
@@ -248,7 +265,7 @@ class AnswerCleaner:
                 self._rest_dropped = True
                 return self._inline(_markers(text))
             whole = _cited_after(_opened(text, keep_markers=True))
-            return self._out(whole.lstrip()[len(streamed) :])
+            return self._out(whole[len(streamed) :], keep_cited=False)
         if self._rest_dropped:
             return self._inline(_markers(text))
         for tail in self._tails:
@@ -256,7 +273,7 @@ class AnswerCleaner:
                 self._rest_dropped = True  # the passage goes on pasting to its cut
                 return self._inline(_markers(text))
         key = _plain(text)
-        if not key or key in self._labels:
+        if not key or key in self._labels or _DANGLING.search(_MARKERS.sub("", text)):
             return self._inline(_markers(text))
         if len(key) >= _MIN_DUPLICATE:
             if key in self._seen or key in _INSTRUCTIONS:
@@ -300,5 +317,5 @@ class AnswerCleaner:
 
 def clean_answer(text: str, passages: Sequence[Hit], shown_chars: int) -> str:
     """The whole answer through an AnswerCleaner at once."""
-    cleaner = AnswerCleaner(passages, shown_chars)
+    cleaner = AnswerCleaner(passages, shown_chars, words=False)
     return (cleaner.feed(text) + cleaner.finish()).strip()
