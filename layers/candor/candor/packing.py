@@ -288,21 +288,10 @@ def pack(
         spans = [
             (by_chunk[candidate][p].start, by_chunk[candidate][p].end) for p in chosen[candidate]
         ]
-        packed.append(Hit(_with_text(hit.chunk, _excerpt(hit.chunk.text, spans)), hit.score))
+        packed.append(Hit(hit.chunk.with_text(_excerpt(hit.chunk.text, spans)), hit.score))
     return packed
 
 
 def _chunk_number(chunk: Chunk) -> int:
     tail = chunk.id.rsplit("-", 1)[-1]
     return int(tail) if tail.isdigit() else 0
-
-
-def _with_text(chunk: Chunk, text: str) -> Chunk:
-    return Chunk(
-        id=chunk.id,
-        text=text,
-        source=chunk.source,
-        title=chunk.title,
-        heading=chunk.heading,
-        metadata=chunk.metadata,
-    )

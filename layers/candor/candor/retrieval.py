@@ -252,7 +252,7 @@ def within(hits: Sequence[Hit], *, budget: int, passage_chars: int) -> list[Hit]
         if room < _MIN_SHOWN:  # a few words of a passage say nothing
             break
         text = hit.chunk.text if len(hit.chunk.text) <= room else _cut(hit.chunk.text, room)
-        kept.append(Hit(_with_text(hit.chunk, text), hit.score))
+        kept.append(Hit(hit.chunk.with_text(text), hit.score))
         spent += len(text)
     return kept
 
@@ -321,7 +321,7 @@ def widen(hits: Sequence[Hit], index: VectorIndex, *, chars: int) -> list[Hit]:
                     text, before = grown, before - 1
                 else:
                     before = 0
-        widened.append(Hit(_with_text(chunk, text), hit.score))
+        widened.append(Hit(chunk.with_text(text), hit.score))
     return widened
 
 
@@ -341,14 +341,3 @@ def _join(first: str, second: str) -> str:
         if first.endswith(second[:size]):
             return first + second[size:]
     return f"{first}\n\n{second}"
-
-
-def _with_text(chunk: Chunk, text: str) -> Chunk:
-    return Chunk(
-        id=chunk.id,
-        text=text,
-        source=chunk.source,
-        title=chunk.title,
-        heading=chunk.heading,
-        metadata=chunk.metadata,
-    )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal, TypedDict
 
 MetadataValue = str | int | float | bool
@@ -57,6 +57,11 @@ class Chunk:
     title: str = ""
     heading: str = ""
     metadata: Metadata = field(default_factory=dict)
+
+    def with_text(self, text: str) -> Chunk:
+        """The same passage showing `text`: an excerpt of it, or it with its neighbours.
+        Its id, page and fields stay, so a citation of it names the same place."""
+        return replace(self, text=text)
 
     @property
     def page(self) -> int | None:
