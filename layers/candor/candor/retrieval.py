@@ -176,40 +176,28 @@ def shown(
     (candor.packing). Otherwise the first `top_k` passages, per-page cap and
     small-to-big (widen) as the settings say, each cut at `passage_chars` when shown.
     """
-    if not settings.pack_context:
-        hits = search(
-            query,
-            embedder=embedder,
-            index=index,
-            reranker=reranker,
-            top_k=top_k,
-            candidates=settings.candidates,
-            rrf_k=settings.rrf_k,
-            per_source=settings.max_per_source,
-            strategy=strategy,
-            fusion=settings.fusion,
-            keyword_weight=settings.keyword_weight,
-        )
-        if settings.widen_passages:
-            hits = widen(hits, index, chars=settings.passage_chars)
-        return hits
+    packed = settings.pack_context
     vector = embedder.embed([query])[0] if strategy != "keyword" else None
-    candidates = search(
+    hits = search(
         query,
         embedder=embedder,
         index=index,
         reranker=reranker,
-        top_k=settings.pack_candidates,
-        candidates=max(settings.candidates, settings.pack_candidates),
+        top_k=settings.pack_candidates if packed else top_k,
+        candidates=max(settings.candidates, settings.pack_candidates if packed else 0),
         rrf_k=settings.rrf_k,
+        # Packing reads the best page's other passages too: often the one that answers.
+        per_source=0 if packed else settings.max_per_source,
         strategy=strategy,
         fusion=settings.fusion,
         keyword_weight=settings.keyword_weight,
         vector=vector,
     )
+    if not packed:
+        return widen(hits, index, chars=settings.passage_chars) if settings.widen_passages else hits
     return packing.pack(
         query,
-        candidates,
+        hits,
         embedder,
         budget=settings.context_chars,
         max_excerpts=top_k,
