@@ -238,3 +238,16 @@ def test_a_sentence_whose_marker_stands_for_its_object_is_dropped() -> None:
     # Seen on the dev set (git-010): the command to run was never written.
     answer = "To take back your last commit but keep your edits, you should run [4]."
     assert clean(answer) == ""
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        # Seen on the dev set (git-009, git-013, git-015): whole answers lost their point.
+        'It appends "(cherry picked from commit …)" to say which commit it was picked from.',
+        "To find who changed a line, you can use the `git blame` command.",
+        "To hide them from git status, you can use the `--untracked-files=no` option.",
+    ],
+)
+def test_a_sentence_that_ends_in_a_preposition_or_a_noun_is_kept(sentence: str) -> None:
+    assert clean(sentence) == sentence

@@ -147,3 +147,13 @@ def test_grade_and_answer_prompts_differ_only_in_their_last_line() -> None:
     answer_head, answer_task = answer[1]["content"].rsplit("\n\n", 1)
     assert grade_head == answer_head
     assert (grade_task, answer_task) == (prompts.GRADE_TASK, prompts.ANSWER_TASK)
+
+
+def test_the_passages_of_a_stored_prompt_read_back_as_they_were_shown() -> None:
+    hits = [hit("First text.\n\nWith a paragraph."), hit("[2] Second text, quoting [1].")]
+    shown = prompts.format_passages(hits, 600)
+
+    assert prompts.parse_passages(shown) == [
+        prompts.shown_text("First text.\n\nWith a paragraph.", 600),
+        prompts.shown_text("[2] Second text, quoting [1].", 600),
+    ]

@@ -219,3 +219,25 @@ def test_a_value_no_shown_passage_holds_is_still_removed() -> None:
     answer = "The default is 6700 [1]. Exit with 99 to skip it [1]."
     result = verify(answer, (citation(GC),), [GC, bisect], "Which code skips?", passage_chars=600)
     assert result.answer == "The default is 6700 [1]." and result.check.recited == ()
+
+
+def test_a_count_whose_unit_stands_near_it_in_the_passage_sentence_is_supported() -> None:
+    # Seen on the dev set (git-007): the passage gives the default after its unit.
+    cache = Hit(
+        Chunk(
+            "cc-0",
+            "--timeout <seconds>: Number of seconds to cache credentials (default: 900).",
+            "git-credential-cache.html",
+        ),
+        0.0,
+    )
+    answer = "Credentials are kept for 900 seconds by default [1]."
+    result = verify(answer, (citation(cache),), [cache], "How long?", passage_chars=600)
+    assert result.check.verdict == "supported", result.check.unsupported
+
+
+def test_a_number_bound_to_another_unit_does_not_support_a_count_near_its_unit() -> None:
+    release = Hit(Chunk("r-0", "Since version 5 the cache keeps entries for years.", "r.html"), 0.0)
+    answer = "Entries are kept for 5 years [1]."
+    result = verify(answer, (citation(release),), [release], "How long?", passage_chars=600)
+    assert result.check.declined and result.check.unsupported == ("5 years",)

@@ -33,7 +33,8 @@ from candor.ingest.pipeline import IngestReport, ingest
 from candor.ports import ChatModel, Embedder, Reranker, VectorIndex
 from candor.progress import progress as show_progress
 from candor.settings import Settings
-from candor.types import Hit
+from candor.traces import Trace
+from candor.types import Chunk, Hit
 
 RETRIEVAL_TOP_K = max(retrieval_metrics.KS)
 # What an answer may paste from candor's own prompt (counted by candor.text.meta_talk).
@@ -281,7 +282,10 @@ async def _ask_one(deps: Deps, question: Question, *, allowed_s: float) -> Agent
     )
     left: tuple[str, ...] = ()
     if result.decision == "answered":
-        cited = [Hit(index.seen[c.id], 0.0) for c in result.citations if c.id in index.seen]
+        # Checked again against what the model was shown (the excerpts its stored
+        # prompt holds), not against whole passages, which hold more.
+        shown = shown_excerpts(deps, result.trace_id, index.seen)
+        cited = [Hit(shown[c.id], 0.0) for c in result.citations if c.id in shown]
         recheck = support.verify(
             result.answer, result.citations, cited, question.question, passage_chars=passage_chars
         )
@@ -311,6 +315,20 @@ async def _ask_one(deps: Deps, question: Question, *, allowed_s: float) -> Agent
         if result.decision == "answered"
         else (),
     )
+
+
+def shown_excerpts(deps: Deps, trace_id: str, seen: dict[str, Chunk]) -> dict[str, Chunk]:
+    """Each passage of a run's final prompt, by id, as the model was shown it."""
+    stored = deps.state.get_trace(trace_id, now=time.time())
+    if stored is None:
+        return {}
+    trace = Trace.from_stored(stored)
+    texts = prompts.parse_passages(grading.documents_of(trace.prompt))
+    return {
+        cid: seen[cid].with_text(text)
+        for cid, text in zip(trace.passage_ids, texts, strict=False)
+        if cid in seen
+    }
 
 
 def evaluate_agent(

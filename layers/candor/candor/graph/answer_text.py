@@ -50,9 +50,11 @@ _MIN_DUPLICATE = 30
 _LABEL_SLACK = 12
 # A sentence whose citation stands where its object should ("you should run [4].",
 # seen on the dev set): the model cited the passage instead of saying what it says.
+# Narrow on purpose: a sentence may end in "from", "option" or "to use".
 _DANGLING = re.compile(
-    r"\b(?:run|use|execute|type|enter|call|set|following|with|to|the|a|an|is|are|of|by|as"
-    r"|from|command|option)\s*[:.]?\s*$",
+    r"\b(?:should|can|could|must|need\s+to|have\s+to|please)\s+"
+    r"(?:run|use|execute|type|enter|call|try)\s*[:.]?\s*$"
+    r"|\bthe\s+following(?:\s+(?:command|commands|option|options|steps))?\s*[:.]?\s*$",
     re.IGNORECASE,
 )
 # A sentence streams word by word once this much of it is written: enough to tell

@@ -165,6 +165,22 @@ def format_passages(passages: Sequence[Hit], max_chars: int) -> str:
     return _fenced("documents", body)
 
 
+_NUMBERED = re.compile(r"(?:^|\n\n)\[(\d{1,2})\] ")
+
+
+def parse_passages(fenced: str) -> list[str]:
+    """The passages' texts in a `format_passages` block, in order, without their labels:
+    what a reader of a stored prompt sees the model was shown."""
+    body = fenced.removeprefix("<documents>").removesuffix("</documents>").strip("\n")
+    starts = list(_NUMBERED.finditer(body))
+    texts: list[str] = []
+    for at, match in enumerate(starts):
+        end = starts[at + 1].start() if at + 1 < len(starts) else len(body)
+        _label, _, text = body[match.end() : end].partition("\n")
+        texts.append(text)
+    return texts
+
+
 PASSAGES_SYSTEM = (
     "You are the documentation assistant of a website. You are given numbered excerpts "
     "of its documents between <documents> and </documents>, and a visitor's question "

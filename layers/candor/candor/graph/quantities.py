@@ -125,6 +125,28 @@ def _needle(quantity: Quantity) -> re.Pattern[str]:
     return re.compile(body, re.IGNORECASE)
 
 
+# How far apart, in words, a number and its unit may stand in one sentence of a
+# passage: "Number of seconds to cache credentials (default: 900)" says 900 seconds.
+NEAR_WORDS = 6
+_PASSAGE_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_TOKEN = re.compile(r"\S+")
+
+
 def states(text: str, quantity: Quantity) -> bool:
-    """Whether `text` gives the same number with a word of the same family beside it."""
-    return _needle(quantity).search(text) is not None
+    """Whether `text` gives the same number with a word of the same family beside it,
+    or near it in one sentence while no word of another family holds it."""
+    if _needle(quantity).search(text) is not None:
+        return True
+    families = _BEFORE_FAMILIES if quantity.before else _AFTER_FAMILIES
+    unit_words = set(families[quantity.family].split())
+    for sentence in _PASSAGE_SENTENCE.split(text):
+        tokens = [t.strip("()[]{},;:.!?\"'`").casefold() for t in _TOKEN.findall(sentence)]
+        numbers = [i for i, t in enumerate(tokens) if t.rstrip(".") == quantity.number]
+        units = [i for i, t in enumerate(tokens) if t.rstrip(".") in unit_words]
+        for at in numbers:
+            bound = [q for q in quantities(sentence) if q.number == quantity.number]
+            if any(q.family != quantity.family for q in bound):
+                continue  # "version 5" is not "5 years", however near a year stands
+            if any(abs(at - unit) <= NEAR_WORDS for unit in units):
+                return True
+    return False
