@@ -392,3 +392,21 @@ def test_a_text_call_on_the_prompt_just_judged_evaluates_nothing_again(
     # llama.cpp's own counter reports at least 1 here: the count is the backend's
     assert answered.usage.tokens_evaluated == 0
     assert answered.usage.tokens_in == judged.usage.tokens_in
+
+
+def test_a_system_prompt_saved_ahead_costs_its_first_call_only_the_message(
+    model: LlamaChatModel,
+) -> None:
+    # Given a model that has saved no system prompt yet
+    loaded = model._loaded()
+    with loaded.lock:
+        loaded.heads.clear()
+
+    # When the triage prompt is saved ahead (a short one is not worth saving)
+    saved = model.save_system_prompts([prompts.TRIAGE_SYSTEM, "Be brief."])
+
+    # Then its first call evaluates only what follows the system turn
+    messages, usage = run(_graph_call(model, "triage", "Where is the rebase manual?"))
+    assert saved == 1
+    assert usage.tokens_evaluated == usage.tokens_in - model._prompt(loaded, messages)[1]
+    assert model.save_system_prompts([prompts.TRIAGE_SYSTEM]) == 0
