@@ -4,7 +4,10 @@ Usage: python bench/bench_answer.py CORPUS_DIR [--limit N]
 
 Builds (once) an index of the corpus under .candor/bench/answer, then asks the
 dev set's factual and vague questions through the full graph. Prints one line per
-question and then answered_p50_s, answered_p95_s and model_calls_per_answered.
+question (with each model-calling step's prompt tokens, sent/evaluated) and then
+answered_p50_s, answered_p95_s, model_calls_per_answered and the prompt tokens sent
+and evaluated per answered question. The questions run in one process, as a server
+answers them: the first pays for the system prompts the later ones restore.
 Run it on a quiet machine: another busy process slows a small model many times over.
 """
 
@@ -47,15 +50,21 @@ def main() -> None:
     rows = [r for r in rows if r["kind"] in ("factual", "vague")][: args.limit]
     answered: list[float] = []
     calls: list[int] = []
-    tokens: list[tuple[int, int]] = []
+    tokens: list[tuple[int, int, int]] = []
     for row in rows:
         started = time.perf_counter()
         result = asyncio.run(ask(deps, row["question"]))
         seconds = time.perf_counter() - started
         n_calls = sum(1 for step in result.trace if step.tokens_in)
+        prompts = " ".join(
+            f"{step.node}={step.tokens_in}/{step.tokens_evaluated}"
+            for step in result.trace
+            if step.tokens_in
+        )
         print(
             f"{row['id']} {result.decision:9} {seconds:5.1f} s calls={n_calls} "
-            f"attempts={result.attempts} cites={[c.source for c in result.citations]}"
+            f"attempts={result.attempts} prompt_tokens={prompts} "
+            f"cites={[c.source for c in result.citations]}"
         )
         if result.decision == "answered":
             answered.append(seconds)
@@ -64,6 +73,7 @@ def main() -> None:
                 (
                     sum(step.tokens_in for step in result.trace),
                     sum(step.tokens_out for step in result.trace),
+                    sum(step.tokens_evaluated for step in result.trace),
                 )
             )
     print(f"questions={len(rows)} answered={len(answered)}")
@@ -75,6 +85,7 @@ def main() -> None:
         tokens_in = statistics.mean(t[0] for t in tokens)
         tokens_out = statistics.mean(t[1] for t in tokens)
         print(f"tokens_in_per_answered={tokens_in:.0f}")
+        print(f"tokens_evaluated_per_answered={statistics.mean(t[2] for t in tokens):.0f}")
         print(f"tokens_out_per_answered={tokens_out:.0f}")
         # What the same tokens would cost on the production default model (the
         # local model is free; OpenAI's tokenizer counts differ by a few percent).

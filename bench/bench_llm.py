@@ -26,7 +26,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from candor.backends.llama_chat import CallTimings, LlamaChatModel
+from candor.backends.llama_chat import SAVED_SYSTEM_PROMPTS, CallTimings, LlamaChatModel
 from candor.backends.model_files import default_model_path
 from candor.settings import Settings
 from candor.types import Message
@@ -224,7 +224,10 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=0, help="0: one per core")
     parser.add_argument("--questions", type=int, default=len(QUESTIONS))
     parser.add_argument(
-        "--saved-system-prompts", type=int, default=4, help="0: re-evaluate system prompts"
+        "--saved-system-prompts",
+        type=int,
+        default=SAVED_SYSTEM_PROMPTS,
+        help="0: re-evaluate system prompts",
     )
     parser.add_argument("--quiet-wait", type=float, default=300, help="seconds; 0: no wait")
     args = parser.parse_args()

@@ -78,6 +78,42 @@ def test_usage_is_reported_with_its_cost_from_the_price_table(server: RunningOpe
     assert usage.cost_usd == pytest.approx((1_000 * 0.15 + 200 * 0.60) / 1e6)
 
 
+def test_prompt_tokens_read_from_openais_cache_are_not_counted_as_evaluated(
+    server: RunningOpenAI,
+) -> None:
+    # Given replies whose prompts OpenAI read partly from its prompt cache
+    server.fake.chat.append(
+        Reply(content='{"query": "git push"}', usage=(1_280, 9), cached_tokens=1_024)
+    )
+    server.fake.chat.append(
+        Reply(pieces=("Use ", "git push."), usage=(1_300, 4), cached_tokens=1_152)
+    )
+    model = chat(server)
+
+    # When a structured and a streamed call report their usage
+    structured = asyncio.run(model.structured(MESSAGES, Rewrite)).usage
+
+    async def read() -> list[TextPiece]:
+        return [piece async for piece in model.stream(MESSAGES, max_tokens=64)]
+
+    streamed = asyncio.run(read())[-1]
+
+    # Then each counts as evaluated only what the cache did not hold, of all it sent
+    assert (structured.tokens_in, structured.tokens_evaluated) == (1_280, 256)
+    assert isinstance(streamed, Usage)
+    assert (streamed.tokens_in, streamed.tokens_evaluated) == (1_300, 148)
+
+
+def test_a_reply_that_reports_no_cached_tokens_counts_its_whole_prompt_as_evaluated(
+    server: RunningOpenAI,
+) -> None:
+    server.fake.chat.append(Reply(content='{"query": "git push"}', usage=(700, 9)))
+
+    usage = asyncio.run(chat(server).structured(MESSAGES, Rewrite)).usage
+
+    assert (usage.tokens_in, usage.tokens_evaluated) == (700, 700)
+
+
 def test_a_text_call_returns_the_stripped_answer(server: RunningOpenAI) -> None:
     server.fake.chat.append(Reply(content="  Use git push [1].\n", usage=(50, 7)))
 
@@ -286,13 +322,16 @@ def test_a_judged_choice_reads_the_options_from_the_first_tokens_logprobs(
 ) -> None:
     # "Yes" and " yes" both open "yes"; "Maybe" opens neither option.
     top = (("Yes", math.log(0.6)), (" yes", math.log(0.1)), ("No", math.log(0.1)), ("Maybe", -1.0))
-    server.fake.chat.append(Reply(content="Yes", top_logprobs=top, usage=(30, 1)))
+    server.fake.chat.append(
+        Reply(content="Yes", top_logprobs=top, usage=(1_100, 1), cached_tokens=1_024)
+    )
 
     judged = asyncio.run(chat(server).judge(MESSAGES, ("yes", "no")))
 
     assert judged.probability("yes") == pytest.approx(0.875)
     assert judged.probability("no") == pytest.approx(0.125)
-    assert judged.usage.tokens_in == 30 and judged.usage.tokens_out == 1
+    assert judged.usage.tokens_in == 1_100 and judged.usage.tokens_out == 1
+    assert judged.usage.tokens_evaluated == 76
     (body,) = server.fake.bodies("/v1/chat/completions")
     assert body["max_completion_tokens"] == 1 and body["logprobs"] is True
     assert body["top_logprobs"] >= 5

@@ -9,8 +9,11 @@ from typing import Any, Literal, TypeVar
 import pytest
 from pydantic import BaseModel
 
+from candor.graph import prompts, schemas
+from candor.graph.limits import REWRITE_MAX_TOKENS as REWRITE
+from candor.graph.limits import STRUCTURED_MAX_TOKENS as STRUCTURED
 from candor.ports import TextPiece
-from candor.types import Message, Usage
+from candor.types import Chunk, Hit, Message, Usage
 from tests.support import local_models
 
 pytestmark = pytest.mark.slow
@@ -296,3 +299,114 @@ def test_a_call_after_a_judged_one_reuses_its_prompt(model: LlamaChatModel) -> N
     timings = model.last_timings
     assert timings is not None
     assert timings.prompt_evaluated < 0.2 * timings.prompt_tokens
+
+
+DOCUMENTS = prompts.format_passages(
+    [
+        Hit(
+            Chunk(
+                "p-1",
+                "git revert creates a new commit that undoes the changes of an earlier one, "
+                "so history that others have pulled stays as it was.",
+                "git-revert.html",
+                "git-revert",
+                "Description",
+            ),
+            1.0,
+        )
+    ],
+    320,
+)
+
+
+async def _graph_call(
+    model: LlamaChatModel, kind: str, message: str
+) -> tuple[list[Message], Usage]:
+    """One call as the graph's node makes it, with each of its fixed system prompts."""
+    match kind:
+        case "triage":
+            messages = prompts.triage(message)
+            usage = (await model.structured(messages, schemas.Triage, max_tokens=STRUCTURED)).usage
+        case "moderation":
+            messages = prompts.moderation(message)
+            usage = (
+                await model.structured(messages, schemas.Moderation, max_tokens=STRUCTURED)
+            ).usage
+        case "rewrite":
+            messages = prompts.rewrite(message, [message])
+            usage = (await model.structured(messages, schemas.Rewrite, max_tokens=REWRITE)).usage
+        case "converse":
+            messages = prompts.converse(message, "the Git manual")
+            usage = (await model.text(messages, max_tokens=4)).usage
+        case "grade":
+            messages = prompts.grade(DOCUMENTS, message)
+            usage = (await model.judge(messages, prompts.GRADE_OPTIONS)).usage
+        case _:
+            messages = prompts.answer(DOCUMENTS, message)
+            usage = (await model.text(messages, max_tokens=4)).usage
+    return messages, usage
+
+
+def test_each_fixed_system_prompt_of_the_graph_is_evaluated_once_per_process(
+    model: LlamaChatModel,
+) -> None:
+    # Given a model that has saved no system prompt yet
+    loaded = model._loaded()
+    with loaded.lock:
+        loaded.heads.clear()
+        loaded.llama.reset()  # type: ignore[no-untyped-call]
+    kinds = ["triage", "moderation", "rewrite", "converse", "grade"]
+    shuffled = ["converse", "triage", "rewrite", "moderation", "grade"]
+
+    # When each of the graph's system prompts is used once, then again with other
+    # messages in another order (each call after one with another system prompt),
+    # then an answer after its grade, as generate follows grade
+    first = [run(_graph_call(model, kind, "How do I undo a commit?")) for kind in kinds]
+    again = [run(_graph_call(model, kind, "What does git revert do?")) for kind in shuffled]
+    answer, answered = run(_graph_call(model, "answer", "What does git revert do?"))
+
+    # Then the first use evaluated the whole prompt, system turn included ...
+    assert [usage.tokens_evaluated for _, usage in first] == [usage.tokens_in for _, usage in first]
+    # ... and every later one only what follows its system turn
+    for messages, usage in again:
+        system_turn = model._prompt(loaded, messages)[1]
+        assert system_turn > 60
+        assert 0 < usage.tokens_evaluated <= usage.tokens_in - system_turn
+    # The answer after its grade reads the excerpts and the question from the KV cache
+    user_turn = answered.tokens_in - model._prompt(loaded, answer)[1]
+    assert 0 < answered.tokens_evaluated < 0.5 * user_turn
+
+
+def test_a_text_call_on_the_prompt_just_judged_evaluates_nothing_again(
+    model: LlamaChatModel,
+) -> None:
+    messages: list[Message] = [
+        {"role": "system", "content": YES_NO},
+        {"role": "user", "content": "Is Paris the capital of France?"},
+    ]
+    judged = run(model.judge(messages, ("yes", "no")))
+
+    answered = run(model.text(messages, max_tokens=2))
+
+    assert judged.usage.tokens_evaluated > 0
+    # llama.cpp's own counter reports at least 1 here: the count is the backend's
+    assert answered.usage.tokens_evaluated == 0
+    assert answered.usage.tokens_in == judged.usage.tokens_in
+
+
+def test_a_system_prompt_saved_ahead_costs_its_first_call_only_the_message(
+    model: LlamaChatModel,
+) -> None:
+    # Given a model that has saved no system prompt yet
+    loaded = model._loaded()
+    with loaded.lock:
+        loaded.heads.clear()
+
+    # When the triage prompt is saved ahead (a short one is not worth saving)
+    saved = model.save_system_prompts([prompts.TRIAGE_SYSTEM, "Be brief."])
+
+    # Then its first call evaluates only what follows the system turn
+    messages, usage = run(_graph_call(model, "triage", "Where is the rebase manual?"))
+    assert saved == 1
+    assert usage.tokens_evaluated == usage.tokens_in - model._prompt(loaded, messages)[1]
+    assert model.save_system_prompts([prompts.TRIAGE_SYSTEM]) == 0

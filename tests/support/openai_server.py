@@ -34,6 +34,9 @@ class Reply:
     finish_reason: str = "stop"
     refusal: str | None = None
     usage: tuple[int, int] | None = (12, 3)  # prompt, completion tokens
+    # Of the prompt tokens, those read from OpenAI's prompt cache: sent as
+    # `usage.prompt_tokens_details.cached_tokens` when given.
+    cached_tokens: int | None = None
     pieces: tuple[str, ...] | None = None  # how a streamed reply is cut; else word by word
     gap: float = 0.0  # seconds between streamed chunks
     # The first token's likeliest alternatives, as (token, logprob): sent as `logprobs`.
@@ -71,13 +74,22 @@ def chat_completion(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
         "choices": [choice],
     }
     if reply.usage is not None:
-        prompt, completion = reply.usage
-        response["usage"] = {
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "total_tokens": prompt + completion,
-        }
+        response["usage"] = usage(reply)
     return response
+
+
+def usage(reply: Reply) -> dict[str, Any]:
+    """A reply's `usage` object, as the API reports it."""
+    assert reply.usage is not None
+    prompt, completion = reply.usage
+    reported: dict[str, Any] = {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+    if reply.cached_tokens is not None:
+        reported["prompt_tokens_details"] = {"cached_tokens": reply.cached_tokens}
+    return reported
 
 
 def chat_chunks(body: dict[str, Any], reply: Reply) -> Iterator[dict[str, Any]]:
@@ -98,13 +110,7 @@ def chat_chunks(body: dict[str, Any], reply: Reply) -> Iterator[dict[str, Any]]:
     end = {"index": 0, "delta": {}, "finish_reason": reply.finish_reason}
     yield base | {"choices": [end]}
     if (body.get("stream_options") or {}).get("include_usage") and reply.usage is not None:
-        prompt, completion = reply.usage
-        usage = {
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "total_tokens": prompt + completion,
-        }
-        yield base | {"choices": [], "usage": usage}
+        yield base | {"choices": [], "usage": usage(reply)}
 
 
 def embeddings(body: dict[str, Any], reply: Reply | None) -> dict[str, Any]:

@@ -45,7 +45,14 @@ def test_ask_returns_the_documented_response_shape(make_deps: MakeDeps) -> None:
         "url",
         "quote",
     }
-    assert set(body["trace"][0]) == {"node", "ms", "tokens_in", "tokens_out", "cost_usd"}
+    assert set(body["trace"][0]) == {
+        "node",
+        "ms",
+        "tokens_in",
+        "tokens_evaluated",
+        "tokens_out",
+        "cost_usd",
+    }
     assert len(body["trace_id"]) == 32
 
 

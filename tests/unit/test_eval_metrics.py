@@ -80,6 +80,7 @@ RECORDS = [
         citations_valid=1,
         model_calls=4,
         tokens_in=900,
+        tokens_evaluated=300,
         tokens_out=100,
         cost_usd=0.002,
         attempts=2,
@@ -98,6 +99,7 @@ RECORDS = [
         citations_valid=1,
         model_calls=3,
         tokens_in=500,
+        tokens_evaluated=200,
         tokens_out=50,
         attempts=1,
     ),
@@ -154,6 +156,20 @@ def test_agent_summary_on_hand_made_records() -> None:
     assert summary["cost_per_question_usd"] == round(0.002 / 8, 8)
     assert summary["p50_s"] == 2.5  # of 4, 2, 3, 3, 3, 1, 1, 1
     assert summary["p95_s"] == 3.65
+
+
+def test_what_an_answered_question_costs_is_a_mean_over_the_answered_ones() -> None:
+    summary = summarise(RECORDS)
+
+    # Answered: f1 (900 sent, 300 evaluated, 4 s), f2 (500, 200, 2 s), u2 and c1 (none, 3 s, 1 s)
+    assert summary["tokens_in_per_answered"] == 350.0
+    assert summary["tokens_evaluated_per_answered"] == 125.0
+    assert summary["seconds_per_answered"] == 2.5
+    for figure in ("tokens_in_per_answered", "tokens_evaluated_per_answered"):
+        assert summary["samples"][figure] == 4
+    assert summary["samples"]["seconds_per_answered"] == 4
+    # Over the 8 questions that ran, what the cache spared counts too
+    assert summary["tokens_evaluated_per_question"] == 62.5
 
 
 def test_agent_summary_by_kind_counts_each_kind_and_its_failures() -> None:

@@ -8,8 +8,13 @@ from typing import Any
 
 import pytest
 
-from candor.evaluation.agent_metrics import AgentRecord, summarise, summarise_by_kind
-from candor.evaluation.report import comparisons, to_markdown, write_report
+from candor.evaluation.agent_metrics import (
+    AgentRecord,
+    cost_ratios,
+    summarise,
+    summarise_by_kind,
+)
+from candor.evaluation.report import comparisons, reference_lines, to_markdown, write_report
 
 pytestmark = pytest.mark.unit
 
@@ -93,6 +98,45 @@ def test_markdown_has_a_row_per_strategy_with_n_and_the_agent_tables() -> None:
     assert "| unanswerable | 1 | 1 | – | – | – | – |" in text
     assert "- u (unanswerable): ModelError: boom" in text
     assert "`gpt-4o-mini` prices these tokens would cost $0.000250 per question" in text
+
+
+def answered(id: str, seconds: float, sent: int, evaluated: int, calls: int) -> AgentRecord:
+    return AgentRecord(
+        id,
+        "factual",
+        seconds,
+        decision="answered",
+        model_calls=calls,
+        tokens_in=sent,
+        tokens_evaluated=evaluated,
+    )
+
+
+def test_the_agent_table_says_what_an_answered_question_costs_with_n() -> None:
+    data = report(with_agent=False)
+    records = [answered("a", 20.0, 1200, 300, 3), answered("b", 10.0, 800, 100, 3)]
+    data["agent"] = summarise(records) | {"by_kind": summarise_by_kind(records)}
+
+    text = to_markdown(data)
+
+    assert "| Prompt tokens sent per answered question | 1000 | 2 |" in text
+    assert "| Prompt tokens evaluated per answered question | 200 | 2 |" in text
+    assert "| Seconds per answered question, mean | 15.000 | 2 |" in text
+
+
+def test_the_plain_rag_table_compares_prompt_tokens_sent_and_evaluated() -> None:
+    graph = [answered("a", 20.0, 1200, 300, 3).to_json()]
+    reference = [answered("a", 10.0, 600, 500, 1).to_json()]
+    plain_rag = summarise([]) | {"graph_ratio": cost_ratios(graph, reference)}
+
+    lines = reference_lines(summarise([]), plain_rag)
+
+    assert "| prompt tokens sent per answered question | 1200 | 1 | 600 | 1 |" in lines
+    assert "| prompt tokens evaluated per answered question | 300 | 1 | 500 | 1 |" in lines
+    assert lines[-1] == (
+        "Per answered question, the graph costs plain_rag's times: seconds 2.000x, "
+        "prompt tokens sent 2.000x, prompt tokens evaluated 0.600x, model calls 3.000x."
+    )
 
 
 def test_write_report_writes_the_three_files(tmp_path: Path) -> None:

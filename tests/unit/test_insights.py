@@ -6,7 +6,8 @@ import pytest
 
 from candor.backends.hashing_embedder import HashingEmbedder
 from candor.dpo import preference_pairs
-from candor.insights import gaps, percentile, report
+from candor.graph.state import TraceStep
+from candor.insights import gaps, percentile, report, to_markdown
 from candor.traces import Feedback, Trace
 from candor.types import Message
 
@@ -26,6 +27,7 @@ def trace(
     at: float = DAY + 60,
     seconds: float = 1.0,
     cached: bool = False,
+    steps: tuple[TraceStep, ...] = (),
 ) -> Trace:
     return Trace(
         trace_id=f"{n:032x}",
@@ -38,6 +40,7 @@ def trace(
         seconds=seconds,
         cached=cached,
         feedback=feedback,
+        steps=steps,
     )
 
 
@@ -79,6 +82,23 @@ def test_report_counts_days_decisions_cache_and_feedback() -> None:
     assert data["negative"][0]["comment"] == "rude"
     assert data["cache_hit_rate"] == 0.2
     assert (data["p50_s"], data["p95_s"]) == (1.0, 3.0)
+
+
+def test_report_counts_the_prompt_tokens_sent_and_those_the_model_evaluated() -> None:
+    # Given a question whose grade and answer read the system prompts from a cache, and
+    # a trace stored before evaluated tokens were recorded (all of its sent ones count)
+    cached = (
+        TraceStep("moderate", 900.0, 210, 14, 0.0, tokens_evaluated=18),
+        TraceStep("grade", 4000.0, 600, 1, 0.0, tokens_evaluated=500),
+        TraceStep("generate", 9000.0, 640, 60, 0.0, tokens_evaluated=40),
+    )
+    older = (TraceStep("moderate", 900.0, 200, 14, 0.0),)
+    traces = [trace(1, "q1", steps=cached), trace(2, "q2", steps=older)]
+
+    data = report(traces, days=1, now=DAY + 600)
+
+    assert (data["tokens_in"], data["tokens_evaluated"]) == (1_650, 758)
+    assert "prompt tokens 1,650 sent, 758 evaluated" in to_markdown(data)
 
 
 def test_a_better_answer_is_chosen_over_the_rated_one() -> None:

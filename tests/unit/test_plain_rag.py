@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -100,6 +101,7 @@ def test_one_call_sees_the_numbered_passages_and_the_question(
     assert prompt.endswith("Question: Which exit code skips a commit in git bisect run?")
     assert record.decision == "answered" and record.model_calls == 1
     assert record.keywords_present() and record.tokens_in > 0
+    assert record.tokens_evaluated == record.tokens_in  # the scripted model reports no cache
 
 
 def test_a_marker_naming_no_passage_counts_against_citation_validity(
@@ -130,17 +132,32 @@ def test_a_declined_unanswerable_question_counts_as_declined(
     assert record.decision == "declined" and summary["decline_recall"] == 1.0
 
 
+def row(decision: str, seconds: float, sent: int, evaluated: int, calls: int) -> dict[str, Any]:
+    return {
+        "decision": decision,
+        "seconds": seconds,
+        "tokens_in": sent,
+        "tokens_evaluated": evaluated,
+        "model_calls": calls,
+    }
+
+
 def test_the_cost_ratio_compares_what_each_answered_question_cost() -> None:
-    graph = [
-        {"decision": "answered", "seconds": 30.0, "tokens_in": 1500, "model_calls": 3},
-        {"decision": "declined", "seconds": 5.0, "tokens_in": 100, "model_calls": 1},
-    ]
-    reference = [
-        {"decision": "answered", "seconds": 10.0, "tokens_in": 500, "model_calls": 1},
-        {"decision": "answered", "seconds": 20.0, "tokens_in": 700, "model_calls": 1},
-    ]
+    graph = [row("answered", 30.0, 1500, 600, 3), row("declined", 5.0, 100, 100, 1)]
+    reference = [row("answered", 10.0, 500, 400, 1), row("answered", 20.0, 700, 400, 1)]
     ratios = agent_metrics.cost_ratios(graph, reference)
 
     assert ratios["seconds"] == {"graph": 30.0, "reference": 15.0, "ratio": 2.0}
+    assert ratios["tokens_in"] == {"graph": 1500.0, "reference": 600.0, "ratio": 2.5}
+    assert ratios["tokens_evaluated"] == {"graph": 600.0, "reference": 400.0, "ratio": 1.5}
     assert ratios["model_calls"]["ratio"] == 3.0
     assert ratios["n"] == {"graph": 1, "reference": 2}
+
+
+def test_a_report_written_before_evaluated_tokens_were_counted_has_no_ratio_of_them() -> None:
+    older = {"decision": "answered", "seconds": 30.0, "tokens_in": 1500, "model_calls": 3}
+
+    ratios = agent_metrics.cost_ratios([older], [row("answered", 10.0, 500, 400, 1)])
+
+    assert ratios["tokens_evaluated"] == {"graph": None, "reference": 400.0, "ratio": None}
+    assert ratios["tokens_in"]["ratio"] == 3.0

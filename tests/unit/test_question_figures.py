@@ -93,8 +93,19 @@ def test_lower_is_better_for_declines_specifics_and_costs() -> None:
         "answers naming a passage, tag or instruction",
         "model calls per question",
         "prompt tokens per question",
+        "prompt tokens evaluated per question",
         "seconds per question",
     }
+
+
+def test_prompt_tokens_evaluated_come_from_records_that_counted_them() -> None:
+    # Given one record written after evaluated tokens were counted, the rest before
+    rows = [record("f1", "factual", "answered", tokens_evaluated=240), *RECORDS[1:]]
+
+    values = by_name(agent_values(rows))
+
+    assert values["prompt tokens evaluated per question"] == {"f1": 240}
+    assert values["prompt tokens per question"]["f1"] == 900
 
 
 def test_retrieval_figures_of_a_question_come_from_its_rank() -> None:

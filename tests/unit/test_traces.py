@@ -6,16 +6,23 @@ import asyncio
 import dataclasses
 import json
 import logging
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar
 
 import pytest
+from pydantic import BaseModel
 
 from candor.backends.sqlite_state import SqliteStateStore
 from candor.deps import Deps
-from candor.ports import StoredTrace
+from candor.ports import Judged, StoredTrace, Structured, Text, TextPiece, read_text
 from candor.service import AskResult, ask
 from candor.traces import Trace, traces_since
+from candor.types import Message, Usage
 from tests.conftest import MakeDeps
 from tests.support.fakes import ScriptedChatModel
+
+M = TypeVar("M", bound=BaseModel)
 
 pytestmark = pytest.mark.unit
 
@@ -73,6 +80,95 @@ def test_a_trace_holds_what_the_request_did(make_deps: MakeDeps) -> None:
     prompt_text = trace.prompt[-1]["content"]
     assert QUESTION in prompt_text
     assert generate_call.messages[-1]["content"] == prompt_text
+
+
+@dataclass
+class PromptCachingChat:
+    """A ChatModel answering from a script that reports, as a backend with a prompt cache
+    does, fewer prompt tokens evaluated than sent: a fixed number per kind of call."""
+
+    script: ScriptedChatModel
+    evaluated: dict[str, int] = field(default_factory=dict)
+    name: str = "scripted"  # priced in the test settings
+
+    def _cached(self, kind: str, usage: Usage) -> Usage:
+        assert self.evaluated[kind] < usage.tokens_in
+        return dataclasses.replace(usage, tokens_evaluated=self.evaluated[kind])
+
+    async def structured(
+        self, messages: Sequence[Message], schema: type[M], *, max_tokens: int = 128
+    ) -> Structured[M]:
+        result = await self.script.structured(messages, schema, max_tokens=max_tokens)
+        return Structured(result.value, self._cached(schema.__name__, result.usage))
+
+    async def judge(self, messages: Sequence[Message], options: Sequence[str]) -> Judged:
+        result = await self.script.judge(messages, options)
+        return Judged(result.probabilities, self._cached("judge", result.usage))
+
+    async def text(self, messages: Sequence[Message], *, max_tokens: int = 256) -> Text:
+        return await read_text(self.stream(messages, max_tokens=max_tokens))
+
+    async def stream(
+        self, messages: Sequence[Message], *, max_tokens: int = 256
+    ) -> AsyncIterator[TextPiece]:
+        async for piece in self.script.stream(messages, max_tokens=max_tokens):
+            yield self._cached("text", piece) if isinstance(piece, Usage) else piece
+
+
+def test_each_step_sums_the_prompt_tokens_its_calls_evaluated(make_deps: MakeDeps) -> None:
+    # Given a model with a prompt cache, and a message the triage flags but the focused
+    # moderation clears: moderate makes two calls
+    script = ScriptedChatModel(
+        {
+            "Triage": [{"abusive": True, "kind": "question"}],
+            "Moderation": [{"insulting": False}],
+            "judge": [True],
+            "text": ["It refuses to overwrite work you have not seen [1]."],
+        }
+    )
+    chat = PromptCachingChat(script, {"Triage": 7, "Moderation": 5, "judge": 11, "text": 13})
+    deps = dataclasses.replace(make_deps(script), chat=chat)
+
+    # When it answers
+    result = asyncio.run(ask(deps, QUESTION))
+
+    # Then each step holds what its own calls evaluated, and the stored trace the sum
+    evaluated = {step.node: step.tokens_evaluated for step in result.trace}
+    assert evaluated == {"moderate": 12, "route": 0, "retrieve": 0, "grade": 11, "generate": 13}
+    trace = stored(deps, result)
+    assert [s.tokens_evaluated for s in trace.steps] == [s.tokens_evaluated for s in result.trace]
+    assert trace.tokens_evaluated == 36 < trace.tokens_in
+
+
+def test_a_model_that_cannot_tell_counts_every_prompt_token_as_evaluated(
+    make_deps: MakeDeps,
+) -> None:
+    deps = make_deps(answering())
+
+    result = asyncio.run(ask(deps, QUESTION))
+
+    assert all(step.tokens_evaluated == step.tokens_in for step in result.trace)
+    assert stored(deps, result).tokens_evaluated == stored(deps, result).tokens_in > 0
+
+
+def test_a_trace_stored_before_evaluated_tokens_were_recorded_still_reads(
+    make_deps: MakeDeps,
+) -> None:
+    script = answering()
+    chat = PromptCachingChat(script, {"Triage": 1, "judge": 2, "text": 3})
+    deps = dataclasses.replace(make_deps(script), chat=chat)
+    result = asyncio.run(ask(deps, QUESTION))
+    raw = deps.state.get_trace(result.trace_id, now=0.0)
+    assert raw is not None
+    body = json.loads(raw.body)
+    for step in body["steps"]:
+        del step["tokens_evaluated"]
+
+    trace = Trace.from_stored(dataclasses.replace(raw, body=json.dumps(body)))
+
+    # Nothing said what was cached: every prompt token sent counts as evaluated
+    assert [s.tokens_evaluated for s in trace.steps] == [s.tokens_in for s in result.trace]
+    assert trace.tokens_in == sum(s.tokens_in for s in result.trace) > 0
 
 
 def test_a_trace_expires_after_the_configured_days(make_deps: MakeDeps) -> None:

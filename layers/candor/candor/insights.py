@@ -156,6 +156,10 @@ def report(
         "negative": negative,
         "cache_hit_rate": round(sum(t.cached for t in traces) / total, 4) if total else None,
         "cost_usd": round(sum(t.cost_usd for t in traces), 6),
+        # Prompt tokens sent to the model, and those it computed (the rest came from
+        # its cache of prompt beginnings: the local model's saved system prompts).
+        "tokens_in": sum(t.tokens_in for t in traces),
+        "tokens_evaluated": sum(t.tokens_evaluated for t in traces),
         "p50_s": percentile(seconds, 50),
         "p95_s": percentile(seconds, 95),
     }
@@ -173,7 +177,8 @@ def to_markdown(data: dict[str, Any]) -> str:
         f"# candor insights, {data['since']} to {data['until']} (UTC)",
         "",
         f"{data['n']} requests; cache hit rate {_rate(data['cache_hit_rate'])}; "
-        f"cost ${data['cost_usd']:.4f}; seconds p50 {_s(data['p50_s'])}, "
+        f"cost ${data['cost_usd']:.4f}; prompt tokens {data['tokens_in']:,} sent, "
+        f"{data['tokens_evaluated']:,} evaluated; seconds p50 {_s(data['p50_s'])}, "
         f"p95 {_s(data['p95_s'])}; feedback {data['feedback']['up']} up, "
         f"{data['feedback']['down']} down.",
         "",

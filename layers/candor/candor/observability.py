@@ -114,6 +114,7 @@ def record_request(trace: Trace) -> None:
         return
     count("requests")
     count("tokens_in", trace.tokens_in)
+    count("tokens_evaluated", trace.tokens_evaluated)
     count("tokens_out", trace.tokens_out)
     count("cost_usd", trace.cost_usd, MetricUnit.NoUnit)
     count("cache_hits", 1 if trace.cached else 0)

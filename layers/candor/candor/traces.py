@@ -6,9 +6,9 @@ the queries tried, the passages shown (their ids, and the prompt that showed the
 to the model), the answer with its decision and citations, what the checks
 outside the model did (each grade with the grounding gate's findings, and the
 support check of the answer: the specifics it could not find and the sentences
-it removed), each node's
-milliseconds, tokens and cost, the model names, the corpus version and whether
-the cache answered. It expires after CANDOR_TRACE_TTL_DAYS. Storing it never
+it removed), each node's milliseconds, tokens (prompt tokens sent and evaluated,
+tokens generated) and cost, the model names, the corpus version and whether the
+cache answered. It expires after CANDOR_TRACE_TTL_DAYS. Storing it never
 fails the answer: a failure is logged and counted.
 
 Feedback (`POST /feedback`, `rate`) attaches to a stored trace: only the session
@@ -101,6 +101,10 @@ class Trace:
     @property
     def tokens_in(self) -> int:
         return sum(step.tokens_in for step in self.steps)
+
+    @property
+    def tokens_evaluated(self) -> int:
+        return sum(step.tokens_evaluated for step in self.steps)
 
     @property
     def tokens_out(self) -> int:

@@ -23,14 +23,31 @@ class Message(TypedDict):
     content: str
 
 
+# What a record's `tokens_evaluated` holds when nobody reported it: a backend that
+# cannot tell, or a trace stored before the field. It reads as all of `tokens_in`,
+# so that sums over calls that did and did not report stay meaningful.
+NOT_REPORTED = -1
+
+
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """What one model call consumed. cost_usd comes from the settings' price table."""
+    """What one model call consumed. cost_usd comes from the settings' price table.
+
+    `tokens_evaluated` is how many of the `tokens_in` prompt tokens the model
+    actually computed: a backend that keeps the evaluated state of a prompt's
+    beginning (llama.cpp's KV cache, OpenAI's prompt caching) reads the rest from
+    it. Left out, it is all of `tokens_in`.
+    """
 
     tokens_in: int = 0
     tokens_out: int = 0
     cost_usd: float = 0.0
     calls: int = 1
+    tokens_evaluated: int = NOT_REPORTED
+
+    def __post_init__(self) -> None:
+        if self.tokens_evaluated == NOT_REPORTED:
+            object.__setattr__(self, "tokens_evaluated", self.tokens_in)
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -38,6 +55,7 @@ class Usage:
             self.tokens_out + other.tokens_out,
             self.cost_usd + other.cost_usd,
             self.calls + other.calls,
+            self.tokens_evaluated + other.tokens_evaluated,
         )
 
 

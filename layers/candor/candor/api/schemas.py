@@ -67,8 +67,16 @@ class CitationOut(BaseModel):
 class TraceStepOut(BaseModel):
     node: str
     ms: float
-    tokens_in: int
-    tokens_out: int
+    tokens_in: int = Field(description="Prompt tokens sent to the model by this step's calls.")
+    tokens_evaluated: int = Field(
+        description=(
+            "Of tokens_in, those the model computed; the rest it read from a cache of an "
+            "earlier prompt's beginning (the local model's saved system prompts and shared "
+            "passages, OpenAI's prompt caching). Equal to tokens_in where the backend "
+            "cannot tell."
+        )
+    )
+    tokens_out: int = Field(description="Tokens the model generated.")
     cost_usd: float
 
 

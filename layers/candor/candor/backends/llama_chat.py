@@ -11,10 +11,18 @@ from evaluating as few prompt tokens as possible:
   the prompt tokens after the longest shared prefix (`Llama.generate`). Calls that
   share a long head (system prompt + passages) and differ only at the end pay for
   the head once.
-- The KV state of each recent system turn is saved (a few MB each), so a call whose
-  system prompt was seen before, but not in the previous call, starts from it
-  instead of re-evaluating it: a triage prompt after an answer costs only its
-  user turn.
+- The KV state of each system turn is saved the first time it is evaluated, so a
+  call whose system prompt was seen before, but not in the previous call, starts
+  from it instead of re-evaluating it: a triage prompt after an answer costs only
+  its user turn. The graph has five fixed system prompts (triage, moderation,
+  rewrite, converse, and the one grade and generate share), the eval's plain_rag
+  reference a sixth; SAVED_SYSTEM_PROMPTS keeps them all, so each is evaluated
+  once per process. A saved state costs about 29 KB per token (Qwen2.5-1.5B's KV
+  cache in f16) plus one row of logits (0.6 MB): the graph's five take 19 MB.
+  Restoring one took 35-60 ms (on busy cores), where evaluating the 195-token
+  triage prompt takes 3-5 s at 43-62 prompt tokens/s.
+- Every call reports the prompt tokens it evaluated (`Usage.tokens_evaluated`),
+  counted where llama-cpp-python decodes (see _PromptCount).
 - Structured calls decode under a grammar compiled from the pydantic schema, so the
   output always parses and no tokens are spent on prose.
 
@@ -57,19 +65,43 @@ TEXT_REPEAT_PENALTY = 1.1
 _SEED = 1234
 # System turns shorter than this are cheaper to evaluate than to save and restore.
 _MIN_HEAD_TOKENS = 32
+# How many system turns' states a loaded model keeps (the most recently used): at
+# least the distinct system prompts a process sends (six, see the module docstring).
+SAVED_SYSTEM_PROMPTS = 8
 
 
 @dataclass(frozen=True, slots=True)
 class CallTimings:
-    """llama.cpp's own counters for one call, for benchmarks and traces."""
+    """What one call ran, for benchmarks and diagnostics."""
 
     prompt_tokens: int  # the whole prompt
     prompt_evaluated: int  # prompt tokens actually run (the rest came from the KV cache)
     head_restored: bool  # the system turn came from a saved state
-    prompt_seconds: float
-    generated_tokens: int
+    prompt_seconds: float  # llama.cpp's time for prompt batches
+    generated_tokens: int  # llama.cpp's count of one-token decodes, for the decode speed
     decode_seconds: float
     total_seconds: float
+
+
+@dataclass(slots=True)
+class _PromptCount:
+    """The prompt tokens decoded during the current call (the model's lock held).
+
+    Counted where llama-cpp-python decodes (`Llama.eval`: the head a call saves,
+    the prompt's tail after the cached prefix, then each generated token), because
+    llama.cpp's own counters are not exact here: `llama_perf_context` reports at
+    least 1 for each, and a one-token decode counts as generated even when it is the
+    prompt's last token, re-run to refresh the logits after a restore.
+    """
+
+    end: int = 0  # positions below this belong to the call's prompt
+    evaluated: int = 0
+
+    def begin(self, prompt_tokens: int) -> None:
+        self.end, self.evaluated = prompt_tokens, 0
+
+    def decoded(self, start: int, tokens: int) -> None:
+        self.evaluated += max(0, min(start + tokens, self.end) - start)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,13 +119,15 @@ class _Completion:
     finish_reason: str
     tokens_in: int
     tokens_out: int
+    tokens_evaluated: int
 
 
 class _Loaded:
     """One model in memory, with the lock that serialises every use of it."""
 
-    def __init__(self, llama: Llama) -> None:
+    def __init__(self, llama: Llama, count: _PromptCount) -> None:
         self.llama = llama
+        self.count = count
         self.lock = threading.Lock()
         self.im_start = self.special(IM_START)
         self.im_end = self.special(IM_END)
@@ -143,17 +177,21 @@ class _Loaded:
             self.heads.move_to_end(key)
             self.llama.load_state(state)
             return True
+        self.save_head(key, keep=keep)
+        return False
+
+    def save_head(self, head: tuple[int, ...], *, keep: int) -> None:
+        """Evaluate `head` from an empty KV cache and save its state (lock held)."""
         self.llama.reset()  # type: ignore[no-untyped-call]
-        self.llama.eval(prompt[:head])
+        self.llama.eval(head)
         state = self.llama.save_state()
         # save_state copies one row of logits per token (600 KB each). generate always
         # re-evaluates at least one token after a restore, so keep one row, which
         # load_state broadcasts.
         state.scores = state.scores[-1:].copy()
-        self.heads[key] = state
+        self.heads[head] = state
         while len(self.heads) > keep:
             self.heads.popitem(last=False)
-        return False
 
 
 # One model per (file, context size, threads) in the process: 1-2 GB each.
@@ -187,7 +225,7 @@ class LlamaChatModel:
         context_tokens: int = 4096,
         name: str = "local",
         price: Price | None = None,
-        saved_system_prompts: int = 4,
+        saved_system_prompts: int = SAVED_SYSTEM_PROMPTS,
     ) -> None:
         self.name = name
         self.model_path = Path(model_path)
@@ -203,6 +241,27 @@ class LlamaChatModel:
         started = time.perf_counter()
         self._loaded()
         return time.perf_counter() - started
+
+    def save_system_prompts(self, systems: Sequence[str]) -> int:
+        """Evaluate and save each system prompt not saved yet (blocking), so that even its
+        first call pays only for what follows it; return how many were evaluated.
+
+        For a warm start: the graph's five take about 570 tokens, 9-13 s on two cores.
+        """
+        loaded = self._loaded()
+        saved = 0
+        with loaded.lock:
+            for system in systems:
+                tokens, head = self._prompt(loaded, [{"role": "system", "content": system}])
+                key = tuple(tokens[:head])
+                if head < _MIN_HEAD_TOKENS or not self.saved_system_prompts or key in loaded.heads:
+                    continue
+                try:
+                    loaded.save_head(key, keep=self.saved_system_prompts)
+                except (RuntimeError, ValueError) as e:
+                    raise ModelError(f"{self.name}: llama.cpp failed: {e}") from e
+                saved += 1
+        return saved
 
     async def structured(
         self, messages: Sequence[Message], schema: type[M], *, max_tokens: int = 128
@@ -246,6 +305,7 @@ class LlamaChatModel:
             tokens_in=completion.tokens_in,
             tokens_out=completion.tokens_out,
             cost_usd=self.price.cost(completion.tokens_in, completion.tokens_out),
+            tokens_evaluated=completion.tokens_evaluated,
         )
 
     def _loaded(self) -> _Loaded:
@@ -253,10 +313,11 @@ class LlamaChatModel:
         with _models_lock:
             loaded = _models.get(key)
             if loaded is None:
-                loaded = _models[key] = _Loaded(self._load_llama())
+                count = _PromptCount()
+                loaded = _models[key] = _Loaded(self._load_llama(count), count)
             return loaded
 
-    def _load_llama(self) -> Llama:
+    def _load_llama(self, count: _PromptCount) -> Llama:
         if not self.model_path.is_file():
             raise ConfigurationError(f"local chat model {self.model_path} is not a file")
         try:
@@ -266,8 +327,17 @@ class LlamaChatModel:
                 "llama-cpp-python is not installed: run `make install` "
                 "(or `pip install -e '.[local]'`)"
             ) from e
+
+        class CountingLlama(Llama):
+            """Llama that reports each decode to `count` (see _PromptCount)."""
+
+            def eval(self, tokens: Sequence[int]) -> None:
+                start = self.n_tokens
+                super().eval(tokens)
+                count.decoded(start, len(tokens))
+
         try:
-            return Llama(
+            return CountingLlama(
                 model_path=str(self.model_path),
                 n_ctx=self.context_tokens,
                 n_threads=self.threads,
@@ -311,6 +381,7 @@ class LlamaChatModel:
                 f"exceeds the context of {self.context_tokens}"
             )
         llama_cpp.llama_perf_context_reset(loaded.llama.ctx)
+        loaded.count.begin(len(prompt))
         started = time.perf_counter()
         try:
             restored = loaded.start_from_head(prompt, head, keep=self.saved_system_prompts)
@@ -318,21 +389,23 @@ class LlamaChatModel:
             raise ModelError(f"{self.name}: llama.cpp failed: {e}") from e
         return _Call(prompt, restored, started)
 
-    def _finish(self, loaded: _Loaded, call: _Call) -> None:
-        """Record llama.cpp's counters of the call that just ended (lock held)."""
+    def _finish(self, loaded: _Loaded, call: _Call) -> CallTimings:
+        """What the call that just ended ran (lock held); also kept as `last_timings`."""
         import llama_cpp
 
         elapsed = time.perf_counter() - call.started
         perf = llama_cpp.llama_perf_context(loaded.llama.ctx)
-        self.last_timings = CallTimings(
+        timings = CallTimings(
             prompt_tokens=len(call.prompt),
-            prompt_evaluated=int(perf.n_p_eval),
+            prompt_evaluated=loaded.count.evaluated,
             head_restored=call.restored,
             prompt_seconds=float(perf.t_p_eval_ms) / 1000,
             generated_tokens=int(perf.n_eval),
             decode_seconds=float(perf.t_eval_ms) / 1000,
             total_seconds=elapsed,
         )
+        self.last_timings = timings
+        return timings
 
     def _complete(
         self,
@@ -357,7 +430,7 @@ class LlamaChatModel:
                 )
             except (RuntimeError, ValueError) as e:
                 raise ModelError(f"{self.name}: llama.cpp failed: {e}") from e
-            self._finish(loaded, call)
+            timings = self._finish(loaded, call)
         choice = result["choices"][0]
         usage = result["usage"]
         return _Completion(
@@ -365,6 +438,7 @@ class LlamaChatModel:
             finish_reason=str(choice.get("finish_reason") or ""),
             tokens_in=int(usage["prompt_tokens"]),
             tokens_out=int(usage["completion_tokens"]),
+            tokens_evaluated=timings.prompt_evaluated,
         )
 
     def _judge(self, messages: Sequence[Message], options: Sequence[str]) -> Judged:
@@ -389,7 +463,7 @@ class LlamaChatModel:
                 ).astype(np.float64)
             except (RuntimeError, ValueError) as e:
                 raise ModelError(f"{self.name}: llama.cpp failed: {e}") from e
-            self._finish(loaded, call)
+            timings = self._finish(loaded, call)
         weights = np.exp(logits - logits.max())
         starts = {option: set(loaded.starts_of(option)) for option in options}
         # A token that could open two options ("N" for "no" and "never") says neither.
@@ -399,7 +473,12 @@ class LlamaChatModel:
         if total <= 0:
             raise ModelError(f"{self.name}: no probability on any of {list(options)}")
         probabilities = {option: value / total for option, value in mass.items()}
-        usage = Usage(len(prompt), 1, self.price.cost(len(prompt), 1))
+        usage = Usage(
+            len(prompt),
+            1,
+            self.price.cost(len(prompt), 1),
+            tokens_evaluated=timings.prompt_evaluated,
+        )
         return Judged(probabilities, usage)
 
     def _pieces(self, messages: Sequence[Message], max_tokens: int) -> Iterator[TextPiece]:
@@ -434,5 +513,7 @@ class LlamaChatModel:
             # this equals the unstreamed call's completion_tokens).
             evaluated = llama.n_tokens - len(call.prompt)
             tokens_out = evaluated + (1 if finish_reason == "length" else 0)
-            self._finish(loaded, call)
-        yield self._usage(_Completion("", finish_reason, len(call.prompt), tokens_out))
+            timings = self._finish(loaded, call)
+        yield self._usage(
+            _Completion("", finish_reason, len(call.prompt), tokens_out, timings.prompt_evaluated)
+        )

@@ -5,8 +5,10 @@ JSON schema (`chat.completions.parse`), so the reply parses into the schema or t
 call fails with a ModelError; a judged choice (the grade) asks for one token and
 reads the options' probabilities from its `top_logprobs`; answers are plain text,
 streamed (server-sent events, with `include_usage` so that the last chunk reports
-the tokens). Every
-call reports its tokens, priced from the settings' price table.
+the tokens). Every call reports its tokens, priced from the settings' price table,
+and the prompt tokens OpenAI did not read from its prompt cache
+(`Usage.tokens_evaluated`). The price counts every prompt token at the input
+price: an upper bound, since cached ones are billed at a discount.
 
 The SDK is imported on first use, not at import: it costs about half a second of
 cold start, which a Lambda that answers from the cache never needs to pay.
@@ -197,4 +199,13 @@ class OpenAIChatModel:
     def _usage_of(self, usage: Any) -> Usage:
         tokens_in = int(usage.prompt_tokens) if usage is not None else 0
         tokens_out = int(usage.completion_tokens) if usage is not None else 0
-        return Usage(tokens_in, tokens_out, self.price.cost(tokens_in, tokens_out))
+        # OpenAI caches prompt beginnings of 1,024 tokens or more by itself and says
+        # how many it read from the cache; an older or compatible server may not.
+        details = getattr(usage, "prompt_tokens_details", None)
+        cached = int(getattr(details, "cached_tokens", None) or 0)
+        return Usage(
+            tokens_in,
+            tokens_out,
+            self.price.cost(tokens_in, tokens_out),
+            tokens_evaluated=max(0, tokens_in - cached),
+        )

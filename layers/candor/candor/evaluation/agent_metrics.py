@@ -54,8 +54,10 @@ class AgentRecord:
     expected_sources: tuple[str, ...] = ()
     answer_keywords: tuple[str, ...] = ()
     model_calls: int = 0
-    tokens_in: int = 0
+    tokens_in: int = 0  # prompt tokens sent
     tokens_out: int = 0
+    # Of tokens_in, those the model computed (the rest came from its prompt cache).
+    tokens_evaluated: int = 0
     cost_usd: float = 0.0
     attempts: int = 0
     rewrites: int = 0
@@ -99,6 +101,7 @@ class AgentRecord:
             "citations_valid": self.citations_valid,
             "model_calls": self.model_calls,
             "tokens_in": self.tokens_in,
+            "tokens_evaluated": self.tokens_evaluated,
             "tokens_out": self.tokens_out,
             "cost_usd": self.cost_usd,
             "attempts": self.attempts,
@@ -185,8 +188,15 @@ def summarise(records: Sequence[AgentRecord]) -> dict[str, Any]:
     summary |= {
         "model_calls_per_question": _mean([r.model_calls for r in done], 3),
         "model_calls_per_answered": _mean([r.model_calls for r in all_answered], 3),
+        # What an answered question costs: prompt tokens sent, and those the model
+        # computed (the rest came from its prompt cache), and seconds (a mean, so
+        # that it compares with plain_rag's as a ratio).
+        "tokens_in_per_answered": _mean([r.tokens_in for r in all_answered], 1),
+        "tokens_evaluated_per_answered": _mean([r.tokens_evaluated for r in all_answered], 1),
+        "seconds_per_answered": _mean([r.seconds for r in all_answered], 3),
         "tokens_per_question": _mean([r.tokens_in + r.tokens_out for r in done], 1),
         "tokens_in_per_question": _mean([r.tokens_in for r in done], 1),
+        "tokens_evaluated_per_question": _mean([r.tokens_evaluated for r in done], 1),
         "tokens_out_per_question": _mean([r.tokens_out for r in done], 1),
         "cost_per_question_usd": _mean([r.cost_usd for r in done], 8),
         "p50_s": None if p50 is None else round(p50, 3),
@@ -196,8 +206,12 @@ def summarise(records: Sequence[AgentRecord]) -> dict[str, Any]:
         | {
             "model_calls_per_question": len(done),
             "model_calls_per_answered": len(all_answered),
+            "tokens_in_per_answered": len(all_answered),
+            "tokens_evaluated_per_answered": len(all_answered),
+            "seconds_per_answered": len(all_answered),
             "tokens_per_question": len(done),
             "tokens_in_per_question": len(done),
+            "tokens_evaluated_per_question": len(done),
             "tokens_out_per_question": len(done),
             "cost_per_question_usd": len(done),
             "p50_s": len(done),
@@ -213,21 +227,25 @@ def summarise_by_kind(records: Sequence[AgentRecord]) -> dict[str, dict[str, Any
 
 
 # What an answered question costs, compared between the graph and a reference.
-COST_FIGURES = ("seconds", "tokens_in", "model_calls")
+COST_FIGURES = ("seconds", "tokens_in", "tokens_evaluated", "model_calls")
 
 
 def cost_ratios(
     graph: Sequence[dict[str, Any]], reference: Sequence[dict[str, Any]]
 ) -> dict[str, Any]:
-    """Seconds, prompt tokens and model calls per answered question, each as the mean
-    over the questions each answered, and the graph's as a ratio to the reference's.
+    """Seconds, prompt tokens sent and evaluated, and model calls per answered question,
+    each as the mean over the questions each answered, and the graph's as a ratio to
+    the reference's.
 
-    Rows are per-question records as reports hold them (AgentRecord.to_json).
+    Rows are per-question records as reports hold them (AgentRecord.to_json); a row
+    written before a figure was recorded counts in no mean of it.
     """
 
     def per_answered(rows: Sequence[dict[str, Any]]) -> dict[str, float | None]:
         answered = [r for r in rows if r.get("decision") == "answered"]
-        return {key: _mean([float(r[key]) for r in answered], 3) for key in COST_FIGURES}
+        return {
+            key: _mean([float(r[key]) for r in answered if key in r], 3) for key in COST_FIGURES
+        }
 
     mine, theirs = per_answered(graph), per_answered(reference)
     ratios: dict[str, Any] = {}

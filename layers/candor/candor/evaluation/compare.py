@@ -35,6 +35,9 @@ AGENT_FIGURES = (
     ("answers_naming_sources", "answers naming a passage, tag or instruction"),
     ("rewrite_rate", "questions that needed a rewrite"),
     ("model_calls_per_answered", "model calls per answered question"),
+    ("tokens_in_per_answered", "prompt tokens sent per answered question"),
+    ("tokens_evaluated_per_answered", "prompt tokens evaluated per answered question"),
+    ("seconds_per_answered", "seconds per answered question, mean"),
     ("p50_s", "seconds per question, p50"),
 )
 ROUTED_KINDS = ("greeting", "code_request", "abusive")

@@ -142,6 +142,7 @@ async def answer_one(
         model_calls=1,
         tokens_in=reply.usage.tokens_in,
         tokens_out=reply.usage.tokens_out,
+        tokens_evaluated=reply.usage.tokens_evaluated,
         cost_usd=reply.usage.cost_usd,
         attempts=1,
         unsupported_left=left,

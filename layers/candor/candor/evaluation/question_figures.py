@@ -66,6 +66,10 @@ AGENT_FIGURES: tuple[tuple[Figure, Callable[[Row], bool | float | None]], ...] =
     (Figure("citations naming a retrieved passage (share per answer)", True), _citation_share),
     (Figure("model calls per question", False), lambda r: r["model_calls"] if _done(r) else None),
     (Figure("prompt tokens per question", False), lambda r: r["tokens_in"] if _done(r) else None),
+    (
+        Figure("prompt tokens evaluated per question", False),
+        lambda r: r.get("tokens_evaluated") if _done(r) else None,
+    ),
     (Figure("seconds per question", False), lambda r: r["seconds"] if _done(r) else None),
 )
 

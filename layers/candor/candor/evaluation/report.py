@@ -25,6 +25,9 @@ AGENT_ROWS = (
     ("answers_naming_sources", "Answers that name a passage, a tag or an instruction"),
     ("model_calls_per_question", "Model calls per question"),
     ("model_calls_per_answered", "Model calls per answered question"),
+    ("tokens_in_per_answered", "Prompt tokens sent per answered question"),
+    ("tokens_evaluated_per_answered", "Prompt tokens evaluated per answered question"),
+    ("seconds_per_answered", "Seconds per answered question, mean"),
     ("tokens_per_question", "Tokens per question"),
     ("cost_per_question_usd", "Cost per question (USD)"),
     ("p50_s", "Seconds per question, p50"),
@@ -199,7 +202,8 @@ REFERENCE_ROWS = (
 )
 COST_LABELS = {
     "seconds": "seconds per answered question",
-    "tokens_in": "prompt tokens per answered question",
+    "tokens_in": "prompt tokens sent per answered question",
+    "tokens_evaluated": "prompt tokens evaluated per answered question",
     "model_calls": "model calls per answered question",
 }
 

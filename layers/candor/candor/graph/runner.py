@@ -352,7 +352,12 @@ async def run(
             ms = (time.perf_counter() - started) * 1000
             usage = meter.take()
             step = TraceStep(
-                current, round(ms, 2), usage.tokens_in, usage.tokens_out, usage.cost_usd
+                current,
+                round(ms, 2),
+                usage.tokens_in,
+                usage.tokens_out,
+                usage.cost_usd,
+                tokens_evaluated=usage.tokens_evaluated,
             )
             trace.append(step)
             emit(StepEvent(step))

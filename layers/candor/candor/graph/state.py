@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Literal, TypedDict
 
 from candor.ports import Turn
-from candor.types import Hit
+from candor.types import NOT_REPORTED, Hit
 
 Decision = Literal["answered", "declined", "smalltalk", "code_refused", "warned", "ended"]
 Intent = Literal["greeting", "contact", "code_request", "question", "follow_up"]
@@ -30,11 +30,24 @@ class Citation:
 
 @dataclass(frozen=True, slots=True)
 class TraceStep:
+    """One node's visit: its milliseconds and what its calls consumed.
+
+    `tokens_in` counts every prompt token sent, `tokens_evaluated` those the model
+    actually computed (the rest came from a cache of an earlier prompt's beginning,
+    candor.types.Usage). A trace stored before it was recorded reads it as all of
+    `tokens_in`.
+    """
+
     node: str
     ms: float
     tokens_in: int
     tokens_out: int
     cost_usd: float
+    tokens_evaluated: int = NOT_REPORTED
+
+    def __post_init__(self) -> None:
+        if self.tokens_evaluated == NOT_REPORTED:
+            object.__setattr__(self, "tokens_evaluated", self.tokens_in)
 
 
 GradedBy = Literal["model", "gate", "no_passages"]
