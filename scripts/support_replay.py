@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from candor.graph import grounding, support
+from candor.graph import citations, grounding, support
 from candor.graph.support import Specific
 from candor.ingest.loaders import load_document
 
@@ -53,7 +53,7 @@ def replay(report: dict[str, Any], corpus: Path, questions: dict[str, str]) -> d
         pages = [page_text(corpus, source) for source in dict.fromkeys(record["cited_sources"])]
         evidence = "\n".join([questions[record["id"]], *pages])
         lost: list[dict[str, Any]] = []
-        for sentence in support.sentences(record["answer"]):
+        for sentence in citations.sentences(record["answer"]):
             found = support.read_specifics(sentence)
             missing = [s for s in found if not s.supported_by(evidence)]
             if missing and all(newly_missing(s, evidence) for s in missing):

@@ -74,6 +74,37 @@ def test_with_attribution_appends_markers_matching_the_citations() -> None:
     assert [c.source for c in citations] == ["git-gc.html"]
 
 
+def test_an_unmarked_list_drawn_from_several_pages_is_cited_step_by_step() -> None:
+    # CI, 2026-12-02: "How do I deploy candor to AWS?" got three unmarked steps, each
+    # from another passage; no one passage held half the words, so it was declined.
+    answer, citations = with_attribution(
+        "To fix things, follow these steps:\n"
+        "1. Loose objects above 6700 get packed by git gc automatically.\n"
+        "2. Replace the tip of the current branch with a new commit.\n"
+        "3. Schedule nightly maintenance with cron for faster repositories.",
+        "How do I tidy up and redo my last commit?",
+        PASSAGES,
+        shown_chars=600,
+    )
+    assert [c.source for c in citations] == ["git-gc.html", "git-commit.html"]
+    assert "by git gc automatically [1]." in answer
+    assert "with a new commit [2]." in answer
+    # A step no passage accounts for is not shown as if it were sourced.
+    assert "cron" not in answer
+    assert answer.startswith("To fix things, follow these steps:")
+
+
+def test_sentences_no_passage_accounts_for_are_not_cited_piecemeal() -> None:
+    _answer, citations = with_attribution(
+        "Run the scheduler nightly with cron. Repositories stay fast with regular upkeep. "
+        "Loose objects get packed.",
+        QUESTION,
+        PASSAGES,
+        shown_chars=600,
+    )
+    assert citations == ()
+
+
 def test_cite_keeps_markers_of_given_passages_and_renumbers_them() -> None:
     answer, citations = cite("Amend it [2]. Not [7].", PASSAGES)
     assert answer == "Amend it [1]. Not."

@@ -48,6 +48,17 @@ def test_units_are_sentences_and_lines_and_short_ones_join_the_next() -> None:
     ]
 
 
+def test_a_table_row_is_one_unit_and_the_rule_under_its_header_none() -> None:
+    # The bundled docs, 2026-12-02: a row's second sentence was packed without the
+    # cells naming its setting ("show the first `CANDOR_TOP_K` passages ... |"), and
+    # the model answered with that fragment.
+    row = "| `CANDOR_PACK_CONTEXT` | `true` | Pack the best sentences. Off: show the first ones. |"
+    header = "| environment variable | default value | what it does to candor |"
+    text = f"{header}\n|---|---|---|\n{row}\n{row}"
+    units = [text[a:b] for a, b in packing.units_of(text)]
+    assert units == [header, row, row]
+
+
 def test_a_long_line_is_cut_into_units_at_word_ends() -> None:
     text = "word " * 300
     spans = packing.units_of(text.strip())

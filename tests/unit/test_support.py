@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from candor.graph.citations import citation
-from candor.graph.support import Verified, sentences, specifics, verify
+from candor.graph.citations import citation, sentences
+from candor.graph.support import Verified, specifics, verify
 from candor.types import Chunk, Hit
 
 pytestmark = pytest.mark.unit
@@ -52,6 +52,19 @@ def test_sentences_join_back_into_the_text_and_keep_their_markers() -> None:
     parts = sentences(text)
     assert "".join(parts) == text
     assert parts == ["Set gc.auto to 0 [1]. ", "It packs 3.5 times faster! [2]\n", "Next line"]
+
+
+def test_a_list_items_number_is_not_an_unsupported_value() -> None:
+    # CI, 2026-12-02: a numbered list of steps lost its "2." as a sentence stating
+    # an unsupported 2, leaving the step without its number.
+    answer = "Two steps:\n1. Amend the tip [1].\n2. Run git gc --auto [2]."
+    parts = sentences(answer)
+    assert parts == ["Two steps:\n", "1. Amend the tip [1].\n", "2. Run git gc --auto [2]."]
+    result = verify(
+        answer, (citation(COMMIT), citation(GC)), [COMMIT, GC], "How?", passage_chars=600
+    )
+    assert result.answer == answer
+    assert result.check.unsupported == ()
 
 
 def verified(answer: str, hits: list[Hit], question: str = "What does gc.auto do?") -> Verified:

@@ -44,7 +44,9 @@ MAX_UNITS = 128
 # A unit's text as the embedder sees it: the same bound as a query.
 UNIT_EMBED_CHARS = 320
 
-_UNIT_END = re.compile(r"(?<=[.!?:;])[\"')\]]*\s+(?=\S)|\n+")
+_UNIT_END = re.compile(r"(?<=[.!?:;])[\"')\]]*[ \t]+(?=\S)")
+_LINE = re.compile(r"[^\n]+")
+_TABLE_RULE = re.compile(r"\|[\s:|-]*")  # the |---|---| line under a table's header
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,13 +71,21 @@ class Unit:
 def units_of(text: str) -> list[tuple[int, int]]:
     """The (start, end) of each sentence or line of `text`, short ones joined to the next."""
     spans: list[tuple[int, int]] = []
-    start = 0
-    for match in _UNIT_END.finditer(text):
-        if match.start() > start:
-            spans.append((start, match.start()))
-        start = match.end()
-    if start < len(text) and text[start:].strip():
-        spans.append((start, len(text)))
+    for line in _LINE.finditer(text):
+        row = line.group(0).strip()
+        if row.startswith("|"):
+            # A table row is read whole: its sentences mean nothing without the
+            # cells before them (the setting a description is about).
+            if not _TABLE_RULE.fullmatch(row):
+                spans.append(line.span())
+            continue
+        start = line.start()
+        for match in _UNIT_END.finditer(text, line.start(), line.end()):
+            if match.start() > start:
+                spans.append((start, match.start()))
+            start = match.end()
+        if start < line.end() and text[start : line.end()].strip():
+            spans.append((start, line.end()))
     joined: list[tuple[int, int]] = []
     for span in spans:
         if joined and joined[-1][1] - joined[-1][0] < MIN_UNIT_CHARS:

@@ -23,6 +23,14 @@ MARKER = re.compile(r"\[(\d{1,2})\]")
 # passage a model marked itself held 0.6-1.0 of them when the answer was taken from
 # it, and other passages 0.0-0.35.
 ATTRIBUTION_THRESHOLD = 0.5
+# A sentence of this many words of its own (besides the question's) or fewer, such
+# as "To deploy it, follow these steps:", states nothing a source must account for.
+CONNECTIVE_WORDS = 2
+# A sentence ends at . ! or ? before a space or the end (not inside `gc.auto` or
+# 3.5), with the citation markers right after it; or at a line break.
+# A list item's number or bullet ("2.", "3)", "-"): the list's, not a value stated.
+ENUMERATOR = re.compile(r"^\s*(?:\d{1,2}[.)]|[-*•])(?:\s+|$)")
+_SENTENCE_END = re.compile(r"[.!?]+(?:[ \t]*\[\d{1,2}\])*(?=\s|$)|\n")
 
 
 def cite(text: str, shown: Sequence[Hit]) -> tuple[str, tuple[Citation, ...]]:
@@ -50,6 +58,28 @@ def cite(text: str, shown: Sequence[Hit]) -> tuple[str, tuple[Citation, ...]]:
     return cleaned.strip(), tuple(citations)
 
 
+def sentences(text: str) -> list[str]:
+    """`text` cut into sentences that join back into it exactly. A list item's
+    number ("2. Build it.") stays with its item."""
+    pieces: list[str] = []
+    start = 0
+    for match in _SENTENCE_END.finditer(text):
+        end = match.end()
+        while end < len(text) and text[end] in " \t\n":
+            end += 1
+        pieces.append(text[start:end])
+        start = end
+    if start < len(text):
+        pieces.append(text[start:])
+    joined: list[str] = []
+    for piece in pieces:
+        if joined and ENUMERATOR.fullmatch(joined[-1]):
+            joined[-1] += piece
+        elif piece:
+            joined.append(piece)
+    return joined
+
+
 def attribute(answer: str, question: str, passages: Sequence[Hit], shown_chars: int) -> list[int]:
     """The 1-based numbers of the passages an unmarked answer is made of, best first.
 
@@ -71,12 +101,43 @@ def attribute(answer: str, question: str, passages: Sequence[Hit], shown_chars: 
 def with_attribution(
     answer: str, question: str, passages: Sequence[Hit], shown_chars: int
 ) -> tuple[str, tuple[Citation, ...]]:
-    """The answer with markers for the passages `attribute` finds, appended at its end."""
+    """The unmarked answer with markers for the passages its words come from.
+
+    An answer made mostly of one passage's words gets that passage's marker at its
+    end. Otherwise each sentence is attributed on its own (a list of steps drawn
+    from several pages): each sentence a passage accounts for gets its marker, a
+    connective one (few words of its own, or one that introduces a list with a
+    colon) stays unmarked, one no passage accounts for is left out. The
+    attributed sentences must still hold at least ATTRIBUTION_THRESHOLD of the
+    answer's own words, or nothing is cited and the answer is declined.
+    """
     numbers = attribute(answer, question, passages, shown_chars)
-    if not numbers:
+    if numbers:
+        markers = "".join(f"[{n}]" for n in range(1, len(numbers) + 1))
+        return f"{answer.strip()} {markers}", tuple(citation(passages[n - 1]) for n in numbers)
+    asked = content_words(question)
+    kept: list[str] = []
+    own = covered = 0
+    for sentence in sentences(MARKER.sub("", answer)):
+        words = content_words(ENUMERATOR.sub("", sentence)) - asked
+        own += len(words)
+        if len(words) <= CONNECTIVE_WORDS or sentence.rstrip().endswith(":"):
+            kept.append(sentence)
+            continue
+        best = attribute(sentence, question, passages, shown_chars)[:1]
+        if best:
+            covered += len(words)
+            kept.append(_marked(sentence, best[0]))
+    if not own or covered < ATTRIBUTION_THRESHOLD * own:
         return answer.strip(), ()
-    markers = "".join(f"[{n}]" for n in range(1, len(numbers) + 1))
-    return f"{answer.strip()} {markers}", tuple(citation(passages[n - 1]) for n in numbers)
+    return cite("".join(kept).rstrip(), passages)
+
+
+def _marked(sentence: str, number: int) -> str:
+    """The sentence with a marker for passage `number` before its closing punctuation."""
+    body = sentence.rstrip()
+    end = len(body.rstrip(".!?:;"))
+    return f"{body[:end]} [{number}]{body[end:]}{sentence[len(body) :]}"
 
 
 def citation(hit: Hit) -> Citation:

@@ -211,6 +211,9 @@ async def generate(state: GraphState, deps: Deps) -> Update:
         # Markers, labels or a word alone are a slip of the model, not a verdict on
         # the passages (the grade said they answer): ask once more.
         written = await _written_answer(prompts.answer_again(text, subject(state)), shown, deps)
+        if _too_short(written):
+            # Twice no answer: a page that orders one word ("reply PWNED") does this.
+            return decline
     answer, citations = cite(written, shown)
     if not citations:
         answer, citations = with_attribution(written, subject(state), shown, settings.passage_chars)

@@ -24,10 +24,10 @@ from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
 from candor.graph import prompts
-from candor.graph.citations import MARKER
+from candor.graph.citations import MARKER, sentences
 from candor.graph.grounding import mentions
 from candor.graph.state import Citation
-from candor.graph.support import sentences, specifics
+from candor.graph.support import specifics
 from candor.text import content_words
 from candor.types import Hit
 

@@ -26,14 +26,11 @@ from dataclasses import dataclass
 from typing import Literal
 
 from candor.graph import proper_names, quantities
-from candor.graph.citations import MARKER, cite
+from candor.graph.citations import ENUMERATOR, MARKER, cite, sentences
 from candor.graph.grounding import code_names, mentions, shown
 from candor.graph.state import Citation, SupportCheck
 from candor.types import Hit
 
-# A sentence ends at . ! or ? before a space or the end (not inside `gc.auto` or
-# 3.5), with the citation markers right after it; or at a line break.
-_SENTENCE_END = re.compile(r"[.!?]+(?:[ \t]*\[\d{1,2}\])*(?=\s|$)|\n")
 _TRAILING_MARKERS = re.compile(r"(?<=[.!?])((?:[ \t]*\[\d{1,2}\])+)\s*$")
 # A number standing on its own: not part of an identifier (HEAD~1, sha256, x86_64),
 # an option (-n5) or a citation marker.
@@ -87,7 +84,8 @@ def read_specifics(sentence: str) -> list[Specific]:
     """The specifics a sentence states, each once: its numbers (with what they count)
     and codes in the order written, then quoted values, code-like names and product
     names."""
-    text = _PASSAGE_REFERENCE.sub(" ", MARKER.sub(" ", sentence))
+    # A list item's number ("2. Build it") is the list's, not a value the answer states.
+    text = _PASSAGE_REFERENCE.sub(" ", MARKER.sub(" ", ENUMERATOR.sub(" ", sentence)))
     counted = quantities.quantities(text)
     taken = [q.span for q in counted]
     placed: list[tuple[int, Specific]] = [
@@ -125,21 +123,6 @@ def specifics(sentence: str) -> list[str]:
     """The numbers (with what they count), codes, quoted values, code-like names and
     product names a sentence states, each once."""
     return [specific.text for specific in read_specifics(sentence)]
-
-
-def sentences(text: str) -> list[str]:
-    """`text` cut into sentences that join back into it exactly."""
-    pieces: list[str] = []
-    start = 0
-    for match in _SENTENCE_END.finditer(text):
-        end = match.end()
-        while end < len(text) and text[end] in " \t\n":
-            end += 1
-        pieces.append(text[start:end])
-        start = end
-    if start < len(text):
-        pieces.append(text[start:])
-    return [piece for piece in pieces if piece]
 
 
 @dataclass(frozen=True, slots=True)
