@@ -25,7 +25,8 @@ from candor.deps import Deps
 from candor.factory import build_deps
 from candor.graph import runner
 from candor.ingest.pipeline import ingest, iter_paths
-from candor.service import AskResult, Done, prepare
+from candor.results import AskResult, Done
+from candor.service import prepare
 from candor.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from candor import traces
+from candor import rating, traces
 from candor.backends.dynamodb_state import DynamoDBStateStore
 from candor.errors import ConfigurationError, StateStoreError
 from candor.factory import build_state
@@ -142,7 +142,7 @@ def test_the_feedback_function_is_granted_every_call_and_key_a_rating_makes(
     settings = Settings()
 
     for session in (trace.session_id, "someone-else"):  # rated, then refused (and read)
-        traces.rate(
+        rating.rate(
             store,
             settings,
             trace.trace_id,
@@ -150,7 +150,7 @@ def test_the_feedback_function_is_granted_every_call_and_key_a_rating_makes(
             session_id=session,
             client="203.0.113.17",
         )
-    traces.rate(store, settings, "0" * 32, traces.Feedback(1), session_id="s-12345678")
+    rating.rate(store, settings, "0" * 32, traces.Feedback(1), session_id="s-12345678")
 
     policies = dynamodb_local.load_template()["Resources"]["FeedbackFunction"]["Properties"][
         "Policies"

@@ -20,7 +20,8 @@ import pytest
 
 from candor.deps import Deps
 from candor.factory import build_deps
-from candor.service import AskResult, ask
+from candor.results import AskResult
+from candor.service import ask
 from candor.settings import Settings
 from tests.support.api_shape import ASK_RESPONSE_KEYS
 

@@ -33,7 +33,7 @@ from candor.backends.model_files import (  # noqa: E402
     prepare_embedding_model,
     shipped_embedding_model,
 )
-from candor.backends.onnx_embedder import OnnxEmbedder  # noqa: E402
+from candor.backends.onnx_embedder import OnnxEmbedder, embedder_of  # noqa: E402
 from candor.backends.sqlite_index import SqliteVectorIndex  # noqa: E402
 from candor.cli import main  # noqa: E402
 from candor.errors import ConfigurationError  # noqa: E402
@@ -77,7 +77,7 @@ def test_candor_models_converts_once_and_names_the_file_by_its_digest(
 
     # When `candor models` runs again, it keeps the file it made (no second conversion)
     made = converted.path.stat().st_mtime_ns
-    assert prepare_embedding_model(cache) == converted
+    assert prepare_embedding_model(cache, embedder_of) == converted
     assert converted.path.stat().st_mtime_ns == made
 
 
@@ -97,7 +97,7 @@ def test_a_conversion_made_by_another_recipe_is_made_again(
         shutil.copyfile(converted.path, target)
 
     # When the models are prepared
-    model = prepare_embedding_model(old, convert=same_bytes)
+    model = prepare_embedding_model(old, embedder_of, convert=same_bytes)
 
     # Then the file is converted (and checked) again
     assert calls == [shipped_embedding_model().path]
@@ -157,7 +157,7 @@ def test_a_conversion_that_fails_the_cosine_gate_falls_back_to_the_shipped_file(
 
     # When it is the conversion `candor models` runs
     with caplog.at_level(logging.WARNING, logger="candor.backends.model_files"):
-        model = prepare_embedding_model(tmp_path, convert=per_tensor)
+        model = prepare_embedding_model(tmp_path, embedder_of, convert=per_tensor)
 
     # Then the shipped file is used, a log line says why, and no converted file is kept
     assert model == shipped_embedding_model()
@@ -174,7 +174,7 @@ def test_a_conversion_that_breaks_falls_back_to_the_shipped_file(
         target.write_bytes(b"not an onnx model")
 
     with caplog.at_level(logging.WARNING, logger="candor.backends.model_files"):
-        model = prepare_embedding_model(tmp_path, convert=garbage)
+        model = prepare_embedding_model(tmp_path, embedder_of, convert=garbage)
 
     assert model == shipped_embedding_model()
     assert "conversion failed" in caplog.text

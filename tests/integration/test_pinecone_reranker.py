@@ -22,6 +22,7 @@ from candor.backends.pinecone_reranker import (
 )
 from candor.errors import ConfigurationError, ModelError
 from candor.factory import build_reranker
+from candor.results import AskResult
 from candor.settings import Settings
 from candor.types import Chunk
 from tests.conftest import MakeDeps
@@ -146,7 +147,7 @@ def test_no_passages_make_no_request(server: pinecone_server.RunningInference) -
 # -- in the graph and the budget ---------------------------------------------------
 
 
-def ask_twice_unanswerable(deps_for: MakeDeps, reranker: PineconeReranker) -> service.AskResult:
+def ask_twice_unanswerable(deps_for: MakeDeps, reranker: PineconeReranker) -> AskResult:
     """A question the grader finds unanswerable on both attempts: two retrievals."""
     chat = ScriptedChatModel(
         {

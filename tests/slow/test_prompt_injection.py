@@ -20,6 +20,7 @@ from candor.backends.sqlite_index import SqliteVectorIndex
 from candor.backends.sqlite_state import SqliteStateStore
 from candor.deps import Deps
 from candor.ingest.pipeline import ingest
+from candor.results import AskResult
 from candor.settings import Settings
 from tests.conftest import clear_candor_env
 
@@ -71,7 +72,7 @@ def deps(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deps]:
     index.close()
 
 
-def ask(deps: Deps, question: str) -> service.AskResult:
+def ask(deps: Deps, question: str) -> AskResult:
     return asyncio.run(service.ask(deps, question))
 
 

@@ -25,6 +25,7 @@ from candor.backends.model_files import (  # noqa: E402
     prepare_embedding_model,
     shipped_embedding_model,
 )
+from candor.backends.onnx_embedder import embedder_of  # noqa: E402
 
 pytestmark = pytest.mark.unit
 
@@ -113,7 +114,7 @@ def test_without_the_conversion_tools_candor_models_uses_the_shipped_file(
     _without_conversion_tools(monkeypatch)
 
     with caplog.at_level(logging.WARNING, logger="candor.backends.model_files"):
-        model = prepare_embedding_model(tmp_path / "cache")
+        model = prepare_embedding_model(tmp_path / "cache", embedder_of)
 
     assert model == shipped_embedding_model()
     assert "not converted" in caplog.text and "candor[local]" in caplog.text
@@ -125,4 +126,4 @@ def test_without_the_conversion_tools_a_conversion_made_before_still_stands(
     target = _write(tmp_path)
     _without_conversion_tools(monkeypatch)
 
-    assert prepare_embedding_model(tmp_path).path == target
+    assert prepare_embedding_model(tmp_path, embedder_of).path == target

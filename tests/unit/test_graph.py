@@ -11,7 +11,7 @@ from candor import service
 from candor.errors import ModelError, SessionEndedError
 from candor.graph import edges, prompts
 from candor.graph.state import GraphState
-from candor.service import AskResult
+from candor.results import AskResult
 from tests.conftest import MakeDeps
 from tests.support.fakes import ScriptedChatModel
 

@@ -11,7 +11,7 @@ import pytest
 from candor import service
 from candor.graph import nodes
 from candor.graph.state import GraphState
-from candor.service import AskResult
+from candor.results import AskResult
 from candor.types import Hit
 from tests.conftest import PASSAGES, MakeDeps
 from tests.support.fakes import ScriptedChatModel

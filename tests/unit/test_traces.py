@@ -16,7 +16,8 @@ from pydantic import BaseModel
 from candor.backends.sqlite_state import SqliteStateStore
 from candor.deps import Deps
 from candor.ports import Judged, StoredTrace, Structured, Text, TextPiece, read_text
-from candor.service import AskResult, ask
+from candor.results import AskResult
+from candor.service import ask
 from candor.traces import Trace, traces_since
 from candor.types import Message, Usage
 from tests.conftest import MakeDeps

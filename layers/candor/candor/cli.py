@@ -24,7 +24,7 @@ from candor.settings import Settings
 
 if TYPE_CHECKING:
     from candor.deps import Deps
-    from candor.service import AskResult
+    from candor.results import AskResult
 
 EXIT_USAGE = 2
 EXIT_FAILED = 1
@@ -149,7 +149,8 @@ async def ask_and_show(
     the final answer follows it.
     """
     from candor.graph import runner
-    from candor.service import Done, prepare
+    from candor.results import Done
+    from candor.service import prepare
 
     prepared = await prepare(deps, question, session_id=session_id, top_k=top_k)
     if not live:
@@ -273,11 +274,12 @@ def cmd_models(args: argparse.Namespace) -> int:
     model for int8 MatMuls (kept only if it agrees with the shipped file).
     """
     from candor.backends.model_files import default_model_path, prepare_embedding_model
+    from candor.backends.onnx_embedder import embedder_of
 
     settings = _settings()
     path = settings.local_model_path or default_model_path(settings.model_cache_dir)
     print(f"local chat model: {path}")
-    embedding = prepare_embedding_model(settings.model_cache_dir)
+    embedding = prepare_embedding_model(settings.model_cache_dir, embedder_of)
     print(f"local embedding model: {embedding.path} ({embedding.name})")
     return 0
 

@@ -25,16 +25,13 @@ import functools
 import logging
 import os
 import warnings
-from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
-
-if TYPE_CHECKING:
-    from candor.traces import Trace
 
 NAMESPACE = "candor"
 API_GATEWAY_HTTP = correlation_paths.API_GATEWAY_HTTP
@@ -108,7 +105,35 @@ def _dimensioned(name: str, unit: MetricUnit, value: float, dimension: str, of: 
         metric.add_dimension(name=dimension, value=of)
 
 
-def record_request(trace: Trace) -> None:
+class TimedStep(Protocol):
+    @property
+    def node(self) -> str: ...
+    @property
+    def ms(self) -> float: ...
+
+
+class CountedRequest(Protocol):
+    """What `record_request` counts of one request (a `candor.traces.Trace` is one)."""
+
+    @property
+    def decision(self) -> str: ...
+    @property
+    def cached(self) -> bool: ...
+    @property
+    def seconds(self) -> float: ...
+    @property
+    def tokens_in(self) -> int: ...
+    @property
+    def tokens_evaluated(self) -> int: ...
+    @property
+    def tokens_out(self) -> int: ...
+    @property
+    def cost_usd(self) -> float: ...
+    @property
+    def steps(self) -> Sequence[TimedStep]: ...
+
+
+def record_request(trace: CountedRequest) -> None:
     """The metrics of one answered request: its decision, its nodes, tokens, cost, cache."""
     if not in_lambda():
         return

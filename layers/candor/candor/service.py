@@ -12,7 +12,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from candor import deadline as deadlines
 from candor import guards, traces
@@ -20,14 +20,12 @@ from candor.deps import Deps
 from candor.errors import SessionEndedError
 from candor.graph import nodes, runner
 from candor.graph.state import (
-    Citation,
     Decision,
-    GradeRecord,
     GraphState,
-    SupportCheck,
     TraceStep,
 )
 from candor.ports import CacheKey, Turn
+from candor.results import AskResult, Done, Idle
 
 logger = logging.getLogger(__name__)
 
@@ -36,42 +34,8 @@ logger = logging.getLogger(__name__)
 write_failures: Counter[str] = Counter()
 
 
-@dataclass(frozen=True, slots=True)
-class AskResult:
-    answer: str
-    decision: Decision
-    citations: tuple[Citation, ...]
-    attempts: int
-    session_id: str
-    trace_id: str
-    trace: tuple[TraceStep, ...]
-    cached: bool = False
-    # What the checks outside the model did: each grade (and the grounding gate's
-    # findings), and the support check of the answer.
-    grades: tuple[GradeRecord, ...] = ()
-    support: SupportCheck | None = None
-
-    def to_json(self) -> dict[str, object]:
-        return asdict(self) | {
-            "citations": [asdict(c) for c in self.citations],
-            "trace": [asdict(s) for s in self.trace],
-        }
-
-
 def new_session_id() -> str:
     return uuid.uuid4().hex
-
-
-@dataclass(frozen=True, slots=True)
-class Done:
-    """The run is over: `result` is exactly what POST /ask returns."""
-
-    result: AskResult
-
-
-@dataclass(frozen=True, slots=True)
-class Idle:
-    """Nothing has happened for the idle interval: a point to keep a connection open."""
 
 
 AskEvent = runner.StepEvent | runner.TokenEvent | Done | Idle

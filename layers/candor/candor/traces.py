@@ -11,7 +11,7 @@ tokens generated) and cost, the model names, the corpus version and whether the
 cache answered. It expires after CANDOR_TRACE_TTL_DAYS. Storing it never
 fails the answer: a failure is logged and counted.
 
-Feedback (`POST /feedback`, `rate`) attaches to a stored trace: only the session
+Feedback (`POST /feedback`, `candor.rating.rate`) attaches to a stored trace: only the session
 that asked may rate it, and a second rating replaces the first.
 """
 
@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from candor import guards, observability
+from candor import observability
 from candor.graph import nodes, prompts
 from candor.graph.state import (
     Citation,
@@ -36,13 +36,13 @@ from candor.graph.state import (
     SupportCheck,
     TraceStep,
 )
-from candor.ports import RatingOutcome, StateStore, StoredTrace
+from candor.ports import StateStore, StoredTrace
 from candor.settings import Settings
 from candor.types import Message
 
 if TYPE_CHECKING:
     from candor.deps import Deps
-    from candor.service import AskResult
+    from candor.results import AskResult
 
 logger = logging.getLogger(__name__)
 
@@ -254,31 +254,6 @@ async def record(
             },
         )
         observability.record_request(trace)
-
-
-def rate(
-    state: StateStore,
-    settings: Settings,
-    trace_id: str,
-    feedback: Feedback,
-    *,
-    session_id: str,
-    client: str | None = None,
-    now: float | None = None,
-) -> RatingOutcome:
-    """Store a rating of a trace, behind the same rate limits as a question.
-
-    "rated"; "unknown" when the trace is absent or expired; "forbidden" when the
-    session did not ask it. Raises RateLimitedError like `candor.service.ask`.
-    """
-    now = time.time() if now is None else now
-    guards.check_rate_limits(state, settings, address=client, session_id=session_id, now=now)
-    outcome = state.rate_trace(
-        trace_id, session_id, replace(feedback, rated_at=now).to_json(), now=now
-    )
-    if outcome == "rated":
-        observability.count("feedback_up" if feedback.score > 0 else "feedback_down")
-    return outcome
 
 
 def traces_since(state: StateStore, days: int, *, now: float | None = None) -> list[Trace]:

@@ -1,16 +1,16 @@
-"""The FastAPI application: routers, dependencies, the edge and the one error table."""
+"""The API of `candor serve` and the ask function: /ask, /ask/stream, /health, /feedback."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import StreamingResponse
 
-from candor import __version__, guards, service
+from candor import guards, service
 from candor.api import errors, stream
-from candor.api.edge import Edge, EdgeMiddleware, EdgeProvider, build_edge
+from candor.api.base import DepsProvider, build_app
+from candor.api.edge import Edge, EdgeProvider
 from candor.api.feedback import feedback_router
 from candor.api.health import HealthCache
 from candor.api.schemas import (
@@ -22,9 +22,6 @@ from candor.api.schemas import (
     error_responses,
 )
 from candor.deps import Deps
-from candor.settings import Settings
-
-DepsProvider = Callable[[], Deps]
 
 
 def _deps(request: Request) -> Deps:
@@ -130,45 +127,16 @@ def health(request: Request) -> HealthResponse:
     )
 
 
-class EdgeFromSettings:
-    """The edge built from the current settings, rebuilt only when those change (tests)."""
-
-    def __init__(self, settings: Callable[[], Settings]) -> None:
-        self._settings = settings
-        self._built: tuple[Settings, Edge] | None = None
-
-    def __call__(self) -> Edge:
-        settings = self._settings()
-        if self._built is None or self._built[0] is not settings:
-            self._built = (settings, build_edge(settings))
-        return self._built[1]
-
-
 def create_app(
     deps_provider: DepsProvider,
     *,
     edge_provider: EdgeProvider | None = None,
-    routers: tuple[APIRouter, ...] | None = None,
     keepalive_seconds: float = stream.KEEPALIVE_SECONDS,
 ) -> FastAPI:
-    """Build the app. Both providers are called per request and should cache their result.
-
-    Without `edge_provider`, the edge follows the settings of the dependencies.
-    `keepalive_seconds` is how long a stream may stay quiet before a keep-alive comment.
-    """
-    app = FastAPI(
-        title="candor",
-        version=__version__,
-        description="Answers from your documents with citations, or declines honestly.",
+    """The whole API: /ask, /ask/stream, /health and /feedback (see `base.build_app`)."""
+    return build_app(
+        deps_provider,
+        (ask_router, health_router, feedback_router),
+        edge_provider=edge_provider,
+        keepalive_seconds=keepalive_seconds,
     )
-    app.state.deps_provider = deps_provider
-    app.state.edge_provider = edge_provider or EdgeFromSettings(
-        lambda: app.state.deps_provider().settings
-    )
-    app.state.health = HealthCache()
-    app.state.keepalive_seconds = keepalive_seconds
-    for router in routers or (ask_router, health_router, feedback_router):
-        app.include_router(router)
-    errors.install(app)
-    app.add_middleware(EdgeMiddleware, edge=lambda: app.state.edge_provider())
-    return app

@@ -16,7 +16,8 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request
 from pydantic import BaseModel, Field
 
-from candor import guards, traces
+from candor import guards, rating, traces
+from candor.api.base import EdgeFromSettings, build_app
 from candor.api.edge import Edge
 from candor.api.schemas import EDGE_RESPONSES, SESSION_ID_PATTERN, ErrorResponse
 from candor.deps import Deps
@@ -101,18 +102,18 @@ async def feedback(
         request.headers.get("x-forwarded-for"),
         deps.settings.trusted_proxy_hops,
     )
-    rating = traces.Feedback(
+    given = traces.Feedback(
         score=body.score,
         reason=body.reason,
         comment=body.comment,
         better_answer=body.better_answer,
     )
     outcome = await asyncio.to_thread(
-        traces.rate,
+        rating.rate,
         deps.state,
         deps.settings,
         body.trace_id,
-        rating,
+        given,
         session_id=session_id,
         client=address,
     )
@@ -129,9 +130,7 @@ def _no_full_deps() -> Deps:
 
 def create_feedback_app(provider: FeedbackDepsProvider) -> FastAPI:
     """The feedback function's app: the feedback route alone, on the state store alone."""
-    from candor.api.app import EdgeFromSettings, create_app  # app.py mounts this router
-
-    app = create_app(_no_full_deps, routers=(feedback_router,))
+    app = build_app(_no_full_deps, (feedback_router,))
     app.state.feedback_deps_provider = provider
     # The same origin and session checks as /ask, from the feedback function's settings.
     app.state.edge_provider = EdgeFromSettings(lambda: app.state.feedback_deps_provider().settings)

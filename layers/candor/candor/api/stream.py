@@ -24,7 +24,8 @@ from collections.abc import AsyncIterator, Mapping
 from candor.api import errors
 from candor.api.schemas import AskResponse
 from candor.graph import runner
-from candor.service import AskResult, Done, Idle, PreparedAsk
+from candor.results import AskResult, Done, Idle
+from candor.service import PreparedAsk
 
 MEDIA_TYPE = "text/event-stream"
 KEEPALIVE_SECONDS = 10.0

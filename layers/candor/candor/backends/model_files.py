@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from candor.errors import ConfigurationError
+from candor.ports import Embedder
 
 logger = logging.getLogger(__name__)
 
@@ -235,6 +236,7 @@ def converted_embedding_model(cache_dir: Path) -> EmbeddingModel | None:
 
 def prepare_embedding_model(
     cache_dir: Path,
+    embedder_of: Callable[[EmbeddingModel], Embedder],
     *,
     convert: Callable[[Path, Path], None] | None = None,
     threshold: float | None = None,
@@ -247,6 +249,8 @@ def prepare_embedding_model(
     the conversion tools are missing or fail, a warning says so and the shipped
     file is returned. A conversion already in the cache is kept if it was made
     by the current recipe (onnx_convert.RECIPE) and its bytes are intact.
+    `embedder_of(model)` loads a file as an embedder for that check (the
+    OnnxEmbedder; passed in so that this module only locates files).
     `convert(source, target)` replaces onnx_convert.convert, to try another
     recipe. Deterministic: the same installed versions give the same bytes, and
     so the same name.
@@ -273,6 +277,7 @@ def prepare_embedding_model(
             recipe=recipe,
             threshold=onnx_convert.MIN_COSINE if threshold is None else threshold,
             texts=onnx_convert.GATE_TEXTS,
+            embedder_of=embedder_of,
         )
 
 
@@ -294,7 +299,10 @@ def _convert_and_check(
     recipe: str,
     threshold: float,
     texts: Sequence[str],
+    embedder_of: Callable[[EmbeddingModel], Embedder],
 ) -> EmbeddingModel:
+    from candor.backends.onnx_convert import min_cosine
+
     shipped = shipped_embedding_model()
     target = cache_dir / CONVERTED_EMBEDDER_FILE
     # A stale record must not vouch for the file about to replace it.
@@ -308,7 +316,7 @@ def _convert_and_check(
         try:
             convert(shipped.path, tmp)
             candidate = _converted(tmp, _sha256(tmp), tmp.stat().st_size)
-            agreement = _agreement(shipped, candidate, texts)
+            agreement = min_cosine(embedder_of(shipped), embedder_of(candidate), texts)
         except Exception as e:  # onnx and onnxruntime's tools raise anything
             logger.warning(
                 "embedding model conversion failed (%s: %s): using the shipped file",
@@ -362,13 +370,6 @@ def _converted(path: Path, sha256: str, size: int) -> EmbeddingModel:
         size=size,
         remedy="run `candor models` again to convert it afresh",
     )
-
-
-def _agreement(shipped: EmbeddingModel, candidate: EmbeddingModel, texts: Sequence[str]) -> float:
-    from candor.backends.onnx_convert import min_cosine
-    from candor.backends.onnx_embedder import OnnxEmbedder
-
-    return min_cosine(OnnxEmbedder(model=shipped), OnnxEmbedder(model=candidate), texts)
 
 
 def _tool_versions() -> dict[str, str]:

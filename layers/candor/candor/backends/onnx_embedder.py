@@ -199,3 +199,8 @@ def _buckets(
         batch.append(row)
     if batch:
         yield batch
+
+
+def embedder_of(model: EmbeddingModel) -> OnnxEmbedder:
+    """One model file's embedder, with the defaults (the check of a conversion uses it)."""
+    return OnnxEmbedder(model=model)

@@ -1,0 +1,67 @@
+"""The app every entry point builds: its routers, the edge, the one error table.
+
+`candor serve` and the ask function mount /ask, /health and /feedback
+(`api.app.create_app`); the feedback function mounts /feedback alone
+(`api.feedback.create_feedback_app`). Both come through `build_app`, so the same
+edge checks and error handlers apply to every route, and the route modules only
+import this one, never each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from fastapi import APIRouter, FastAPI
+
+from candor import __version__
+from candor.api import errors, stream
+from candor.api.edge import Edge, EdgeMiddleware, EdgeProvider, build_edge
+from candor.api.health import HealthCache
+from candor.deps import Deps
+from candor.settings import Settings
+
+DepsProvider = Callable[[], Deps]
+
+
+class EdgeFromSettings:
+    """The edge built from the current settings, rebuilt only when those change (tests)."""
+
+    def __init__(self, settings: Callable[[], Settings]) -> None:
+        self._settings = settings
+        self._built: tuple[Settings, Edge] | None = None
+
+    def __call__(self) -> Edge:
+        settings = self._settings()
+        if self._built is None or self._built[0] is not settings:
+            self._built = (settings, build_edge(settings))
+        return self._built[1]
+
+
+def build_app(
+    deps_provider: DepsProvider,
+    routers: Iterable[APIRouter],
+    *,
+    edge_provider: EdgeProvider | None = None,
+    keepalive_seconds: float = stream.KEEPALIVE_SECONDS,
+) -> FastAPI:
+    """An app serving `routers`. Both providers are called per request and should cache.
+
+    Without `edge_provider`, the edge follows the settings of the dependencies.
+    `keepalive_seconds` is how long a stream may stay quiet before a keep-alive comment.
+    """
+    app = FastAPI(
+        title="candor",
+        version=__version__,
+        description="Answers from your documents with citations, or declines honestly.",
+    )
+    app.state.deps_provider = deps_provider
+    app.state.edge_provider = edge_provider or EdgeFromSettings(
+        lambda: app.state.deps_provider().settings
+    )
+    app.state.health = HealthCache()
+    app.state.keepalive_seconds = keepalive_seconds
+    for router in routers:
+        app.include_router(router)
+    errors.install(app)
+    app.add_middleware(EdgeMiddleware, edge=lambda: app.state.edge_provider())
+    return app
