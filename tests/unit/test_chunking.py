@@ -8,7 +8,8 @@ import re
 import pytest
 
 from candor.ingest.chunking import chunk_document, chunk_id, doc_prefix
-from candor.ingest.loaders import Document, Section, load_document
+from candor.ingest.document import Document, Section
+from candor.ingest.loaders import load_document
 
 pytestmark = pytest.mark.unit
 

@@ -11,7 +11,7 @@ from candor.backends.sqlite_index import SqliteVectorIndex
 from candor.evaluation import gate_metrics
 from candor.evaluation.questions import Question
 from candor.ingest.chunking import chunk_document
-from candor.ingest.loaders import Document, Section
+from candor.ingest.document import Document, Section
 from candor.settings import Settings
 
 pytestmark = pytest.mark.unit

@@ -7,13 +7,8 @@ import codecs
 import pytest
 
 from candor.errors import IngestError
-from candor.ingest.loaders import (
-    SUPPORTED_EXTENSIONS,
-    Document,
-    Section,
-    is_supported,
-    load_document,
-)
+from candor.ingest.document import Document, Section
+from candor.ingest.loaders import SUPPORTED_EXTENSIONS, is_supported, load_document
 
 pytestmark = pytest.mark.unit
 

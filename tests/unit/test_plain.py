@@ -9,7 +9,7 @@ import pytest
 
 from candor.backends.hashing_embedder import HashingEmbedder
 from candor.evaluation import plain
-from candor.ingest.loaders import Document, Section
+from candor.ingest.document import Document, Section
 
 pytestmark = pytest.mark.unit
 

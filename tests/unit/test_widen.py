@@ -10,7 +10,7 @@ import pytest
 from candor.backends.hashing_embedder import HashingEmbedder
 from candor.backends.sqlite_index import SqliteVectorIndex
 from candor.ingest.chunking import chunk_document, chunk_id
-from candor.ingest.loaders import Document, Section
+from candor.ingest.document import Document, Section
 from candor.retrieval import widen
 from candor.types import Chunk, Hit
 

@@ -19,7 +19,8 @@ from candor.backends.sqlite_index import SqliteVectorIndex
 from candor.errors import IngestError
 from candor.evaluation.corpus import corpus_digest
 from candor.ingest.chunking import chunk_id
-from candor.ingest.loaders import Document, load_document
+from candor.ingest.document import Document
+from candor.ingest.loaders import load_document
 from candor.ports import Embedder
 from candor.retrieval import rrf_fuse
 from candor.types import Chunk, Hit

@@ -4,13 +4,8 @@ Keeping an index in step with an S3 bucket is candor.ingest.s3.
 """
 
 from candor.ingest.chunking import chunk_document, chunk_id, doc_prefix
-from candor.ingest.loaders import (
-    SUPPORTED_EXTENSIONS,
-    Document,
-    Section,
-    is_supported,
-    load_document,
-)
+from candor.ingest.document import Document, Section
+from candor.ingest.loaders import SUPPORTED_EXTENSIONS, is_supported, load_document
 from candor.ingest.pipeline import (
     Chunking,
     IngestReport,

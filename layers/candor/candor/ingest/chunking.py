@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from candor.ingest.loaders import Document
+from candor.ingest.document import Document
 from candor.ingest.pages import with_pages
 from candor.types import Chunk
 
