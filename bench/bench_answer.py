@@ -21,7 +21,8 @@ import time
 from pathlib import Path
 
 from candor.factory import build_deps
-from candor.ingest.pipeline import ingest, iter_paths
+from candor.ingest.files import iter_paths
+from candor.ingest.pipeline import ingest
 from candor.service import ask
 from candor.settings import Settings
 

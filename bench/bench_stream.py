@@ -24,7 +24,8 @@ from pathlib import Path
 from candor.deps import Deps
 from candor.factory import build_deps
 from candor.graph import runner
-from candor.ingest.pipeline import ingest, iter_paths
+from candor.ingest.files import iter_paths
+from candor.ingest.pipeline import ingest
 from candor.results import AskResult, Done
 from candor.service import prepare
 from candor.settings import Settings

@@ -20,15 +20,9 @@ from candor.backends.sqlite_state import SqliteStateStore
 from candor.deps import Deps
 from candor.ingest import doc_prefix
 from candor.ingest.chunking import MAX_HEADING_BYTES
-from candor.ingest.pipeline import (
-    MAX_CHUNK_BYTES,
-    Chunking,
-    IngestReport,
-    complete,
-    delete_document,
-    fingerprint,
-    ingest,
-)
+from candor.ingest.outcomes import IngestReport
+from candor.ingest.pipeline import complete, delete_document, ingest
+from candor.ingest.reading import MAX_CHUNK_BYTES, Chunking, fingerprint
 from candor.ingest.records import PENDING, CompletionRecords
 from candor.ports import StateStore, VectorIndex
 from candor.service import ask

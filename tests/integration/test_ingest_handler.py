@@ -18,7 +18,7 @@ from moto import mock_aws
 from candor.backends.sqlite_index import SqliteVectorIndex
 from candor.backends.sqlite_state import SqliteStateStore
 from candor.ingest import doc_prefix
-from candor.ingest.pipeline import Chunking
+from candor.ingest.reading import Chunking
 from candor.ingest.records import PENDING, CompletionRecords
 from candor.ingest.s3 import S3Ingestion, S3Reader
 from tests.support.embedders import CountingEmbedder

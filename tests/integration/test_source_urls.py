@@ -25,7 +25,7 @@ from candor.cli import main
 from candor.deps import Deps
 from candor.guards import CachedAnswer
 from candor.ingest import doc_prefix
-from candor.ingest.pipeline import Chunking
+from candor.ingest.reading import Chunking
 from candor.ingest.records import CompletionRecords
 from candor.ingest.s3 import ObjectChange, S3Ingestion, S3Reader
 from candor.ports import VectorIndex

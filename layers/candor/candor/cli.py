@@ -39,7 +39,8 @@ def _settings() -> Settings:
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     from candor.factory import build_embedder, build_index, build_state
-    from candor.ingest.pipeline import ingest, iter_paths
+    from candor.ingest.files import iter_paths
+    from candor.ingest.pipeline import ingest
     from candor.ingest.records import CompletionRecords
 
     missing = [p for p in args.paths if not p.exists()]

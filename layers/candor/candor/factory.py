@@ -178,7 +178,7 @@ def build_deps(settings: Settings) -> Deps:
 def build_s3_ingestion(settings: Settings) -> S3Ingestion:
     """What the S3 ingest function runs: the embedder and index, a reader of the
     documents bucket, and the completion records and corpus version in the state store."""
-    from candor.ingest.pipeline import Chunking
+    from candor.ingest.reading import Chunking
     from candor.ingest.records import CompletionRecords
     from candor.ingest.s3 import S3Ingestion, S3Reader
 

@@ -21,7 +21,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from candor.errors import ModelError
-from candor.ingest.pipeline import embedding_text
+from candor.ingest.reading import embedding_text
 from candor.ports import Reranked
 from candor.types import NO_USAGE, Chunk, Usage
 

@@ -6,7 +6,8 @@ import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
-from candor.ingest.pipeline import PIPELINE_VERSION, iter_paths
+from candor.ingest.files import iter_paths
+from candor.ingest.reading import PIPELINE_VERSION
 from candor.ports import Embedder
 
 

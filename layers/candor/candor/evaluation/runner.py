@@ -29,7 +29,8 @@ from candor.evaluation.corpus import index_name, read_corpus
 from candor.evaluation.instruments import CountingChatModel, RecordingIndex
 from candor.evaluation.questions import Question, load_questions, stratified
 from candor.graph import prompts, support
-from candor.ingest.pipeline import IngestReport, ingest
+from candor.ingest.outcomes import IngestReport
+from candor.ingest.pipeline import ingest
 from candor.ports import ChatModel, Embedder, Reranker, VectorIndex
 from candor.progress import progress as show_progress
 from candor.settings import Settings

@@ -5,19 +5,17 @@ Keeping an index in step with an S3 bucket is candor.ingest.s3.
 
 from candor.ingest.chunking import chunk_document, chunk_id, doc_prefix
 from candor.ingest.document import Document, Section
+from candor.ingest.files import iter_paths
 from candor.ingest.loaders import SUPPORTED_EXTENSIONS, is_supported, load_document
+from candor.ingest.outcomes import IngestReport, Outcome
 from candor.ingest.pipeline import (
-    Chunking,
-    IngestReport,
-    Outcome,
     complete,
     count_documents,
     delete_document,
-    embedding_text,
     ingest,
     ingest_document,
-    iter_paths,
 )
+from candor.ingest.reading import Chunking, embedding_text
 from candor.ingest.records import CompletionRecords
 
 __all__ = [

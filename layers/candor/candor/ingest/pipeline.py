@@ -1,7 +1,10 @@
 """The ingest pipeline: (source, bytes) in; chunks embedded and written to an index.
 
 It takes the ports, not backends, so the same code fills the local SQLite index
-from a folder (`candor ingest`) and the Pinecone index from S3 events.
+from a folder (`candor ingest`) and the Pinecone index from S3 events. What the
+bytes become (chunks, fingerprint) is candor.ingest.reading; what a run did,
+candor.ingest.outcomes; this module decides what a document's version needs and
+writes it.
 
 What it guarantees, whatever the order or repetition of its inputs:
 - Ids are `md5(source)-chunkIndex`, so a new version overwrites the old in place.
@@ -40,19 +43,14 @@ What it guarantees, whatever the order or repetition of its inputs:
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import logging
-import os
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Literal
+from collections.abc import Callable, Iterable, Sequence
 
-from candor.errors import CandorError, IngestError, ModelError
-from candor.ingest.chunking import chunk_document, doc_prefix
-from candor.ingest.loaders import is_supported, load_document
+from candor.errors import IngestError, ModelError
+from candor.ingest.chunking import doc_prefix
+from candor.ingest.outcomes import IngestReport, Outcome, describe
+from candor.ingest.reading import Chunking, embedding_text, fingerprint, read_chunks
 from candor.ingest.records import CompletionRecords
 from candor.ports import Embedder, MetadataUpdater, VectorIndex
 from candor.types import URL_KEY, Chunk
@@ -60,195 +58,9 @@ from candor.urls import public_url, source_url
 
 logger = logging.getLogger(__name__)
 
-# Part of every document fingerprint: bump it when the loaders or the chunker
-# change what the same bytes become, so that the next ingest redoes every document.
-# 2: titles and headings capped in bytes. 3: PDFs read with PDFium, their chunks
-# carry their page.
-PIPELINE_VERSION = "3"
+# The marks every chunk carries, by which the index is its own evidence (above).
 HASH_KEY = "doc_hash"
 CHUNKS_KEY = "doc_chunks"
-# The most a chunk's stored fields (text, source, title, heading, metadata, as
-# JSON) may take. Pinecone keeps them as metadata, at most 40 KB per vector, and
-# adds its own keys; the other backends take more. The chunker's caps keep real
-# chunks far below this; a larger one is refused as the document's fault before
-# anything is embedded, rather than failing in the index on every delivery.
-MAX_CHUNK_BYTES = 32 * 1024
-
-Status = Literal["changed", "unchanged", "deleted", "absent", "failed"]
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """What happened to one document.
-
-    changed: a new version was embedded and written; unchanged: the index already
-    held this version; deleted: its chunks were removed; absent: a delete found
-    nothing to remove; failed: the document is not in the index as given, see
-    `reason` (a failure in a backend may leave part of a new version written,
-    which the next delivery completes). `retryable` marks failures of a backend
-    (a model, the index, storage) rather than of the document, which a later
-    attempt may get past.
-    """
-
-    source: str
-    status: Status
-    chunks: int = 0  # the chunks the document has in the index now
-    embedded: int = 0
-    upserted: int = 0
-    deleted: int = 0
-    reason: str = ""
-    retryable: bool = False
-    # The version written, and whether the index changed for it under a PENDING
-    # completion record that the end of the run must complete (candor.ingest.records).
-    fingerprint: str = ""
-    unrecorded: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "source": self.source,
-            "status": self.status,
-            "chunks": self.chunks,
-            "embedded": self.embedded,
-            "upserted": self.upserted,
-            "deleted": self.deleted,
-        }
-        if self.status == "failed":
-            data |= {"reason": self.reason, "retryable": self.retryable}
-        return data
-
-    def incomplete(self, reason: str) -> Outcome:
-        """This outcome, written to the index but not completed: a retryable failure."""
-        return dataclasses.replace(
-            self, status="failed", reason=reason, retryable=True, unrecorded=False
-        )
-
-
-@dataclass
-class IngestReport:
-    """What one ingest run did, summed over its documents."""
-
-    documents_seen: int = 0
-    documents_changed: int = 0
-    documents_unchanged: int = 0
-    documents_deleted: int = 0
-    chunks: int = 0  # the chunks the ingested (changed or unchanged) documents have
-    chunks_embedded: int = 0
-    chunks_upserted: int = 0
-    chunks_deleted: int = 0  # stale tails and deleted documents
-    failures: list[tuple[str, str]] = field(default_factory=list)  # (source, reason)
-    retryable: list[str] = field(default_factory=list)  # sources that failed in a backend
-    corpus_version: int | None = None  # after the bump, when the run changed anything
-    seconds: float = 0.0
-
-    @classmethod
-    def of(cls, outcomes: Iterable[Outcome], *, corpus_version: int | None = None) -> IngestReport:
-        report = cls(corpus_version=corpus_version)
-        for outcome in outcomes:
-            report.add(outcome)
-        return report
-
-    @property
-    def documents(self) -> int:
-        """Documents that are in the index as they were given (changed or unchanged)."""
-        return self.documents_changed + self.documents_unchanged
-
-    @property
-    def deleted(self) -> int:
-        return self.chunks_deleted
-
-    def add(self, outcome: Outcome) -> None:
-        self.documents_seen += 1
-        self.chunks_embedded += outcome.embedded
-        self.chunks_upserted += outcome.upserted
-        self.chunks_deleted += outcome.deleted
-        match outcome.status:
-            case "changed" | "unchanged":
-                if outcome.status == "changed":
-                    self.documents_changed += 1
-                else:
-                    self.documents_unchanged += 1
-                self.chunks += outcome.chunks
-            case "deleted":
-                self.documents_deleted += 1
-            case "failed":
-                self.failures.append((outcome.source, outcome.reason))
-                if outcome.retryable:
-                    self.retryable.append(outcome.source)
-            case "absent":
-                pass
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            # The first four keys predate the rest; scripts read them.
-            "documents": self.documents,
-            "chunks": self.chunks,
-            "deleted": self.chunks_deleted,
-            "failed": len(self.failures),
-            "documents_seen": self.documents_seen,
-            "documents_changed": self.documents_changed,
-            "documents_unchanged": self.documents_unchanged,
-            "documents_deleted": self.documents_deleted,
-            "chunks_embedded": self.chunks_embedded,
-            "chunks_upserted": self.chunks_upserted,
-            "chunks_deleted": self.chunks_deleted,
-            "failures": [{"source": s, "reason": r} for s, r in self.failures],
-            "corpus_version": self.corpus_version,
-            "seconds": round(self.seconds, 3),
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class Chunking:
-    """How documents become chunks and vectors: part of every fingerprint."""
-
-    max_chars: int = 800
-    overlap: int = 100
-    batch_size: int = 64  # texts per embedding call and chunks per upsert
-    max_bytes: int | None = None  # a larger document is a failure, not read
-
-    def __post_init__(self) -> None:
-        # Checked here, once, so that a bad setting fails the run at its start
-        # instead of failing every document as if each were at fault.
-        if self.max_chars < 1:
-            raise ValueError(f"max_chars must be positive, not {self.max_chars}")
-        if not 0 <= self.overlap < self.max_chars:
-            raise ValueError(f"overlap must be in [0, max_chars), not {self.overlap}")
-        if self.batch_size < 1:
-            raise ValueError(f"batch_size must be positive, not {self.batch_size}")
-
-
-def embedding_text(chunk: Chunk) -> str:
-    """What the embedder sees: "title — heading" on a line, then the passage.
-
-    A passage often never names its subject ("Defaults to true."); the title and
-    heading put "git-push(1) — OPTIONS > --force-with-lease" into its vector. On
-    the Git dev set with the local MiniLM this found as many or more answer-bearing
-    passages in the top 4 as the text alone (17 vs 15 dense, 20 vs 19 hybrid, of
-    28 questions): within noise, so the reason above decides.
-    """
-    context = " — ".join(part for part in (chunk.title, chunk.heading) if part)
-    return f"{context}\n{chunk.text}" if context else chunk.text
-
-
-def fingerprint(
-    data: bytes, *, embedder: Embedder, chunking: Chunking, media_type: str | None = None
-) -> str:
-    """What decides a document's chunks and vectors, hashed: same fingerprint, same index."""
-    digest = hashlib.sha256()
-    header = "\x00".join(
-        (
-            PIPELINE_VERSION,
-            embedder.name,
-            str(embedder.dimensions),
-            str(chunking.max_chars),
-            str(chunking.overlap),
-            media_type or "",
-        )
-    )
-    digest.update(header.encode())
-    digest.update(b"\x00")
-    digest.update(data)
-    return digest.hexdigest()
 
 
 def ingest_document(
@@ -388,11 +200,6 @@ def count_documents(index: VectorIndex) -> int:
     return len({cid.rpartition("-")[0] for cid in index.list_ids()})
 
 
-def describe(error: Exception) -> str:
-    """An error as a failure's reason: candor's own say what they are."""
-    return str(error) if isinstance(error, CandorError) else f"{type(error).__name__}: {error}"
-
-
 def _ingest_one(
     source: str,
     data: bytes,
@@ -420,7 +227,7 @@ def _ingest_one(
         if isinstance(index, MetadataUpdater):
             return _keep(source, index, records, version, existing, ids, relink=(first.id, url))
 
-    chunks = _read_chunks(source, data, chunking, media_type)
+    chunks = read_chunks(source, data, chunking, media_type)
     marks: dict[str, str | int] = {HASH_KEY: version, CHUNKS_KEY: len(chunks)}
     if url is not None:
         marks[URL_KEY] = url
@@ -491,46 +298,6 @@ def _keep(
     )
 
 
-def _read_chunks(
-    source: str, data: bytes, chunking: Chunking, media_type: str | None
-) -> list[Chunk]:
-    """The document's chunks. A pure function of the bytes: whatever fails here is
-    the document's fault (an IngestError), since the same bytes fail the same way."""
-    try:
-        document = load_document(data, source, media_type=media_type)
-        chunks = chunk_document(document, max_chars=chunking.max_chars, overlap=chunking.overlap)
-    except IngestError:
-        raise
-    except Exception as e:
-        # A loader's or the chunker's own exception: perhaps a bug, so with the
-        # traceback, but retrying the same bytes cannot get past it.
-        logger.exception("cannot read %s", source)
-        raise IngestError(f"{source}: cannot be read ({type(e).__name__}: {e})") from e
-    if not chunks:
-        # Most likely a page whose text the loader stripped as furniture: say so
-        # rather than silently dropping the document's old chunks.
-        raise IngestError(f"{source}: no text to index")
-    for chunk in chunks:
-        size = _stored_bytes(chunk)
-        if size > MAX_CHUNK_BYTES:
-            raise IngestError(
-                f"{source}: passage {chunk.id} takes {size} bytes, over the {MAX_CHUNK_BYTES} "
-                "an index can store per passage"
-            )
-    return chunks
-
-
-def _stored_bytes(chunk: Chunk) -> int:
-    fields = {
-        "text": chunk.text,
-        "source": chunk.source,
-        "title": chunk.title,
-        "heading": chunk.heading,
-        **chunk.metadata,
-    }
-    return len(json.dumps(fields, ensure_ascii=False).encode("utf-8"))
-
-
 def _held_version(
     index: VectorIndex, prefix: str, existing: list[str], version: str
 ) -> tuple[set[str], Chunk] | None:
@@ -552,39 +319,3 @@ def _held_version(
 
 def _marked(chunk: Chunk, marks: dict[str, str | int]) -> Chunk:
     return dataclasses.replace(chunk, metadata={**chunk.metadata, **marks})
-
-
-def iter_paths(paths: Sequence[Path]) -> Iterator[tuple[str, bytes]]:
-    """(source, bytes) for each path: a file by its name; a directory's supported files
-    (recursively, hidden ones skipped) by their path below it, with "/", sorted.
-
-    Every path is checked before anything is read, so a typo fails at once rather
-    than after the other paths were ingested.
-    """
-    missing = [str(path) for path in paths if not path.exists()]
-    if missing:
-        raise IngestError(f"no such file or directory: {', '.join(missing)}")
-    return _read(paths)
-
-
-def _read(paths: Sequence[Path]) -> Iterator[tuple[str, bytes]]:
-    for path in paths:
-        if path.is_dir():
-            for relative in _supported_files(path):
-                yield relative, (path / relative).read_bytes()
-        else:
-            # Named on purpose, so not filtered: an unsupported type is reported.
-            yield path.name, path.read_bytes()
-
-
-def _supported_files(root: Path) -> list[str]:
-    found: list[str] = []
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = [name for name in dirs if not name.startswith(".")]
-        below = Path(folder).relative_to(root)
-        found.extend(
-            (below / name).as_posix()
-            for name in files
-            if not name.startswith(".") and is_supported(name)
-        )
-    return sorted(found)

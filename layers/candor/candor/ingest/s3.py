@@ -24,15 +24,9 @@ from typing import TYPE_CHECKING, Any
 
 from candor.errors import IngestError
 from candor.ingest.loaders import document_kind
-from candor.ingest.pipeline import (
-    Chunking,
-    IngestReport,
-    Outcome,
-    complete,
-    delete_document,
-    describe,
-    ingest_document,
-)
+from candor.ingest.outcomes import IngestReport, Outcome, describe
+from candor.ingest.pipeline import complete, delete_document, ingest_document
+from candor.ingest.reading import Chunking
 from candor.ingest.records import CompletionRecords
 from candor.ports import Embedder, VectorIndex
 
