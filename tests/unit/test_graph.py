@@ -163,7 +163,7 @@ def test_an_unmarked_answer_taken_from_a_passage_is_answered_citing_that_passage
     result = ask(make_deps, chat, "What does --force-with-lease do?")
     assert result.decision == "answered"
     assert [c.source for c in result.citations] == ["git-push.html"]
-    assert result.answer.endswith("[1]")
+    assert result.answer.endswith("that commit [1].")
 
 
 def test_rewrite_loop_stops_at_the_cap_and_declines(make_deps: MakeDeps) -> None:

@@ -96,7 +96,7 @@ def test_only_what_the_model_was_shown_of_a_cited_passage_counts() -> None:
 def test_markers_after_the_last_sentence_stay_while_any_sentence_does() -> None:
     # An unmarked answer gets its attribution markers at its very end.
     result = verified("Git packs loose objects. The default is 6700. It stops at 12. [1]", [GC])
-    assert result.answer == "Git packs loose objects. The default is 6700. [1]"
+    assert result.answer == "Git packs loose objects. The default is 6700 [1]."
     assert [c.id for c in result.citations] == ["gc-0"]
 
 

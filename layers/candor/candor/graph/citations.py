@@ -26,11 +26,19 @@ ATTRIBUTION_THRESHOLD = 0.5
 # A sentence of this many words of its own (besides the question's) or fewer, such
 # as "To deploy it, follow these steps:", states nothing a source must account for.
 CONNECTIVE_WORDS = 2
+# At most this many passages are cited for an unmarked answer that several hold:
+# a one-line answer's few words are in every passage about its subject, and six
+# markers after one sentence (git-043 on the dev set) tell the reader nothing more.
+WHOLE_ANSWER_SOURCES = 2
 # A sentence ends at . ! or ? before a space or the end (not inside `gc.auto` or
 # 3.5), with the citation markers right after it; or at a line break.
 # A list item's number or bullet ("2.", "3)", "-"): the list's, not a value stated.
 ENUMERATOR = re.compile(r"^\s*(?:\d{1,2}[.)]|[-*•])(?:\s+|$)")
 _SENTENCE_END = re.compile(r"[.!?]+(?:[ \t]*\[\d{1,2}\])*(?=\s|$)|\n")
+# Markers standing after a sentence's end ("32767 [1]. [2]"): the clean-up lets out
+# the markers of a sentence it dropped after the text already shown.
+_STRANDED = re.compile(r"([.!?])((?:[ \t]+\[\d{1,2}\])+)(?=\s|$)")
+_REPEATED = re.compile(r"(\[\d{1,2}\])(?:\1)+")
 
 
 def cite(text: str, shown: Sequence[Hit]) -> tuple[str, tuple[Citation, ...]]:
@@ -53,9 +61,32 @@ def cite(text: str, shown: Sequence[Hit]) -> tuple[str, tuple[Citation, ...]]:
             citations.append(citation(shown[given - 1]))
         return f"[{numbering[given]}]"
 
-    cleaned = MARKER.sub(renumber, text.strip())
+    cleaned = MARKER.sub(renumber, _without_dangling_intro(text.strip()))
     cleaned = re.sub(r"[ \t]+([.,;:])", r"\1", cleaned)
+    cleaned = _REPEATED.sub(r"\1", _STRANDED.sub(_tucked, cleaned))
     return cleaned.strip(), tuple(citations)
+
+
+def _without_dangling_intro(text: str) -> str:
+    """The answer without a last sentence that introduces what never came ("For
+    example, consider the following session:" ended sqlite-005's answer): the list
+    or code after it was not written or was dropped, so it promises nothing."""
+    pieces = sentences(text)
+    if len(pieces) < 2 or not MARKER.sub("", pieces[-1]).rstrip().endswith(":"):
+        return text
+    return "".join(pieces[:-1]).rstrip()
+
+
+def _tucked(match: re.Match[str]) -> str:
+    """Stranded markers moved before the end of the sentence they follow; a list
+    item's number ("1. [1] Pack ...") is not a sentence's end and keeps them."""
+    text = match.string
+    line = text[text.rfind("\n", 0, match.start()) + 1 : match.start()]
+    if not line.strip() or line.strip().isdigit():
+        return match.group(0)
+    markers = "".join(marker.group(0) for marker in MARKER.finditer(match.group(2)))
+    space = "" if text[match.start() - 1 : match.start()] in ("]", " ") else " "
+    return space + markers + match.group(1)
 
 
 def sentences(text: str) -> list[str]:
@@ -111,10 +142,11 @@ def with_attribution(
     attributed sentences must still hold at least ATTRIBUTION_THRESHOLD of the
     answer's own words, or nothing is cited and the answer is declined.
     """
-    numbers = attribute(answer, question, passages, shown_chars)
+    numbers = attribute(answer, question, passages, shown_chars)[:WHOLE_ANSWER_SOURCES]
     if numbers:
         markers = "".join(f"[{n}]" for n in range(1, len(numbers) + 1))
-        return f"{answer.strip()} {markers}", tuple(citation(passages[n - 1]) for n in numbers)
+        marked = _marked(answer.strip(), markers)
+        return marked, tuple(citation(passages[n - 1]) for n in numbers)
     asked = content_words(question)
     kept: list[str] = []
     own = covered = 0
@@ -127,17 +159,17 @@ def with_attribution(
         best = attribute(sentence, question, passages, shown_chars)[:1]
         if best:
             covered += len(words)
-            kept.append(_marked(sentence, best[0]))
+            kept.append(_marked(sentence, f"[{best[0]}]"))
     if not own or covered < ATTRIBUTION_THRESHOLD * own:
         return answer.strip(), ()
     return cite("".join(kept).rstrip(), passages)
 
 
-def _marked(sentence: str, number: int) -> str:
-    """The sentence with a marker for passage `number` before its closing punctuation."""
+def _marked(sentence: str, markers: str) -> str:
+    """The sentence with `markers` ("[2]") before its closing punctuation."""
     body = sentence.rstrip()
     end = len(body.rstrip(".!?:;"))
-    return f"{body[:end]} [{number}]{body[end:]}{sentence[len(body) :]}"
+    return f"{body[:end]} {markers}{body[end:]}{sentence[len(body) :]}"
 
 
 def citation(hit: Hit) -> Citation:
