@@ -185,8 +185,8 @@ def test_a_last_sentence_that_introduces_nothing_is_left_out() -> None:
         PASSAGES,
     )
 
-    assert answer == "Amend it with git commit --amend [1]."
-    assert [c.id for c in citations] == ["p-1"]
+    assert answer == "Amend it with git commit --amend [1][2]."
+    assert [c.id for c in citations] == ["p-1", "p-0"]
 
 
 def test_a_sentence_that_introduces_a_list_that_follows_stays() -> None:

@@ -254,3 +254,30 @@ def test_a_number_bound_to_another_unit_does_not_support_a_count_near_its_unit()
     answer = "Entries are kept for 5 years [1]."
     result = verify(answer, (citation(release),), [release], "How long?", passage_chars=600)
     assert result.check.declined and result.check.unsupported == ("5 years",)
+
+
+def test_an_unmarked_sentence_keeps_a_citation_of_the_passage_that_holds_its_specifics() -> None:
+    # sqlite-024 (validation, 2026-12-02): "set using sqlite3_limit() and
+    # SQLITE_LIMIT_ATTACHED" stood unmarked, held by the passage cited only at the
+    # end; when the last sentence was cited to another passage, that citation went,
+    # and the names were left in the answer with no passage of it holding them.
+    limits = Hit(
+        Chunk(
+            "l-0",
+            "The sqlite3_limit() interface with SQLITE_LIMIT_ATTACHED sets how many "
+            "databases a connection can attach.",
+            "limits.html",
+        ),
+        0.0,
+    )
+    attach = Hit(
+        Chunk("a-0", "A connection can attach at most 10 database files.", "attach.html"), 0.0
+    )
+    answer = "It is set with sqlite3_limit() and SQLITE_LIMIT_ATTACHED. It allows 10 files [1]."
+
+    result = verify(answer, (citation(limits),), [limits, attach], "How many?", passage_chars=600)
+
+    assert [c.id for c in result.citations] == ["l-0", "a-0"]
+    assert result.answer == (
+        "It is set with sqlite3_limit() and SQLITE_LIMIT_ATTACHED [1]. It allows 10 files [2]."
+    )

@@ -70,11 +70,13 @@ def cite(text: str, shown: Sequence[Hit]) -> tuple[str, tuple[Citation, ...]]:
 def _without_dangling_intro(text: str) -> str:
     """The answer without a last sentence that introduces what never came ("For
     example, consider the following session:" ended sqlite-005's answer): the list
-    or code after it was not written or was dropped, so it promises nothing."""
+    or code after it was not written or was dropped, so it promises nothing. Its
+    markers stay, on the sentence before: often the answer's only citation."""
     pieces = sentences(text)
     if len(pieces) < 2 or not MARKER.sub("", pieces[-1]).rstrip().endswith(":"):
         return text
-    return "".join(pieces[:-1]).rstrip()
+    markers = "".join(marker.group(0) for marker in MARKER.finditer(pieces[-1]))
+    return "".join(pieces[:-1]).rstrip() + (f" {markers}" if markers else "")
 
 
 def _tucked(match: re.Match[str]) -> str:

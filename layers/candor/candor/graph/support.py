@@ -155,6 +155,7 @@ def verify(
     trailing = _TRAILING_MARKERS.search(answer)
     body = answer[: trailing.start(1)] if trailing else answer
     kept: list[str] = []
+    unmarked: list[tuple[int, int]] = []  # (position in kept, the cited passage holding it)
     removed: list[str] = []
     unsupported: list[str] = []
     checked = 0
@@ -175,7 +176,17 @@ def verify(
             removed.append(sentence.strip())
             unsupported += [s for s in missing if s not in unsupported]
         else:
+            holder = None
+            if found and trailing is None and not MARKER.search(sentence):
+                holder = _holder(found, cited, question, passage_chars)
+            if holder is not None:
+                unmarked.append((len(kept), 1 + cited.index(holder)))
             kept.append(sentence)
+    if removed or recited:
+        # Renumbering keeps only the passages a marker names: an unmarked sentence's
+        # specifics would lose the one citation that holds them, so it names it.
+        for position, number in unmarked:
+            kept[position] = _cited_to(kept[position], number)
     text = "".join(kept).rstrip()
     if text and trailing:
         text += trailing.group(1)
