@@ -220,6 +220,35 @@ def test_the_cache_misses_for_other_settings(store: StateStore) -> None:
     assert store.cache_get(CacheKey(question, 1, "top_k=4"), now=NOW) is None
 
 
+# Screening verdicts.
+
+
+def test_a_verdict_is_returned_until_it_expires(store: StateStore) -> None:
+    digest = new_id()
+    store.verdict_put(digest, '{"kind": "contact"}', expires_at=int(NOW) + 60)
+    assert store.verdict_get(digest, now=NOW) == '{"kind": "contact"}'
+    assert store.verdict_get(digest, now=NOW + 61) is None
+
+
+def test_an_unknown_verdict_is_none(store: StateStore) -> None:
+    assert store.verdict_get(new_id(), now=NOW) is None
+
+
+def test_a_second_verdict_replaces_the_first_and_its_expiry(store: StateStore) -> None:
+    digest = new_id()
+    store.verdict_put(digest, '{"kind": "question"}', expires_at=int(NOW) + 60)
+    store.verdict_put(digest, '{"kind": "greeting"}', expires_at=DAY_LATER)
+    assert store.verdict_get(digest, now=NOW + 61) == '{"kind": "greeting"}'
+
+
+def test_verdicts_and_cached_answers_are_kept_apart(store: StateStore) -> None:
+    key = CacheKey(f"what is {new_id()}", 1, "settings")
+    store.cache_put(key, "an answer", expires_at=DAY_LATER)
+    assert store.verdict_get(key.digest, now=NOW) is None
+    store.verdict_put(key.digest, '{"kind": "question"}', expires_at=DAY_LATER)
+    assert store.cache_get(key, now=NOW) == "an answer"
+
+
 def test_corpus_versions_start_at_zero_and_count_each_bump_per_index(
     store: StateStore,
 ) -> None:
@@ -248,6 +277,13 @@ def test_limits_ledgers_and_warnings_survive_a_new_store_instance(backend: Backe
     assert not second.reserve_budget(
         ledger, Decimal("0.01"), cap=Decimal("0.05"), expires_at=DAY_LATER
     )
+
+
+def test_a_verdict_survives_a_new_store_instance(backend: Backend) -> None:
+    digest = new_id()
+    backend.store().verdict_put(digest, '{"kind": "greeting"}', expires_at=DAY_LATER)
+
+    assert backend.store().verdict_get(digest, now=NOW) == '{"kind": "greeting"}'
 
 
 # Concurrency: each check is one atomic write, so racing requests cannot overshoot.

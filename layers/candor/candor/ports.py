@@ -258,6 +258,17 @@ class StateStore(Protocol):
 
     def cache_put(self, key: CacheKey, value: str, *, expires_at: int) -> None: ...
 
+    # Screening verdicts (candor.screening.verdicts): one short string per digest of
+    # a normalised message, kept until it expires.
+
+    def verdict_get(self, digest: str, *, now: float) -> str | None:
+        """The verdict stored under `digest`, or None when absent or expired."""
+        ...
+
+    def verdict_put(self, digest: str, verdict: str, *, expires_at: int) -> None:
+        """Store (or replace) the verdict under `digest` until `expires_at`."""
+        ...
+
     def corpus_version(self, index_name: str) -> int:
         """The index's corpus version: 0 until the first ingest bumps it."""
         ...

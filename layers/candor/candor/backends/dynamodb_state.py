@@ -8,6 +8,7 @@ attribute `expires_at` (infra/template.yaml, StateTable). Items:
     rate#<key>              window#<start>   hits, expires_at
     budget#<ledger key>     ledger           spent, expires_at
     cache#<sha256>          answer           answer, expires_at
+    verdict#<sha256>        verdict          verdict, expires_at
     corpus#<index name>     version          version
     trace#<trace id>        trace            session_id, created_at, body, feedback,
                                              day_shard, expires_at
@@ -243,6 +244,20 @@ class DynamoDBStateStore:
             "SET #answer = :answer, #expires = :expires",
             names={"#answer": "answer", "#expires": "expires_at"},
             values={":answer": _s(value), ":expires": _n(expires_at)},
+        )
+
+    # Screening verdicts (candor.screening.verdicts).
+
+    def verdict_get(self, digest: str, *, now: float) -> str | None:
+        item = self._get(_key(f"verdict#{digest}", "verdict"), now=now)
+        return None if item is None else str(item["verdict"]["S"])
+
+    def verdict_put(self, digest: str, verdict: str, *, expires_at: int) -> None:
+        self._update(
+            _key(f"verdict#{digest}", "verdict"),
+            "SET #verdict = :verdict, #expires = :expires",
+            names={"#verdict": "verdict", "#expires": "expires_at"},
+            values={":verdict": _s(verdict), ":expires": _n(expires_at)},
         )
 
     def corpus_version(self, index_name: str) -> int:

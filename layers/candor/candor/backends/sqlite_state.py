@@ -73,7 +73,7 @@ CREATE INDEX IF NOT EXISTS traces_by_day ON traces (day, created_at);
 NANO = Decimal("1e-9")
 # StoredTrace's fields, in order.
 TRACE_COLUMNS = "trace_id, session_id, created_at, expires_at, body, feedback"
-# Expired windows, ledgers, cache entries and traces are deleted every this many writes
+# Expired windows, ledgers, cache entries, verdicts and traces are deleted every this many writes
 # (DynamoDB deletes them by TTL).
 PURGE_EVERY = 500
 
@@ -106,6 +106,7 @@ class SqliteStateStore:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.executescript(SCHEMA)
             self._db.executescript(INGEST_RECORDS_SCHEMA)
+            self._db.executescript(VERDICTS_SCHEMA)
 
     def close(self) -> None:
         self._db.close()
@@ -256,6 +257,27 @@ class SqliteStateStore:
             (key.digest, value, expires_at),
         )
 
+    # Screening verdicts (candor.screening.verdicts).
+
+    def verdict_get(self, digest: str, *, now: float) -> str | None:
+        with self._locked():
+            row = self._db.execute(
+                "SELECT verdict FROM verdicts WHERE digest = ? AND expires_at > ?",
+                (digest, now),
+            ).fetchone()
+        return None if row is None else str(row[0])
+
+    def verdict_put(self, digest: str, verdict: str, *, expires_at: int) -> None:
+        self._write(
+            """
+            INSERT INTO verdicts (digest, verdict, expires_at) VALUES (?, ?, ?)
+            ON CONFLICT (digest) DO UPDATE SET
+                verdict = excluded.verdict, expires_at = excluded.expires_at
+            RETURNING digest
+            """,
+            (digest, verdict, expires_at),
+        )
+
     def corpus_version(self, index_name: str) -> int:
         with self._locked():
             row = self._db.execute(
@@ -285,7 +307,7 @@ class SqliteStateStore:
         return tuple(rows[0]) if rows else None
 
     def _purge(self, now: float) -> None:
-        for table in ("rate_windows", "ledgers", "answer_cache", "traces"):
+        for table in ("rate_windows", "ledgers", "answer_cache", "verdicts", "traces"):
             self._db.execute(f"DELETE FROM {table} WHERE expires_at < ?", (now,))
 
     # Traces and feedback.
@@ -378,5 +400,13 @@ CREATE TABLE IF NOT EXISTS ingest_records (
     source TEXT NOT NULL,
     record TEXT NOT NULL,
     PRIMARY KEY (index_name, source)
+) WITHOUT ROWID;
+"""
+
+VERDICTS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS verdicts (
+    digest TEXT PRIMARY KEY,
+    verdict TEXT NOT NULL,
+    expires_at INTEGER NOT NULL
 ) WITHOUT ROWID;
 """
