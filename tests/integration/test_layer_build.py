@@ -57,6 +57,11 @@ def test_the_layer_holds_the_library_compiled(built: Path) -> None:
     assert list((built / "candor").glob("__pycache__/service.*.pyc"))
 
 
+def test_the_layer_ships_the_screening_model(built: Path) -> None:
+    model = built / "candor" / "screening" / "model.npz"
+    assert model.read_bytes() == (LAYER / "candor" / "screening" / "model.npz").read_bytes()
+
+
 def test_the_layer_leaves_out_what_lambda_never_runs(built: Path) -> None:
     names = leave_out()
     assert "candor/evaluation" in names and "candor/cli.py" in names
