@@ -64,6 +64,10 @@ def settings(tmp_path: Path) -> Settings:
         # The budget reserves from the chat model's price; the scripted model costs
         # what gpt-4o-mini costs, a few tenths of a cent per request at most.
         prices={**DEFAULT_PRICES, "scripted": DEFAULT_PRICES["gpt-4o-mini"]},
+        # The scripted tests describe the model's path through moderate, which the
+        # screening classifier would skip for a message it is sure of: they turn it
+        # off. tests/unit/test_screening_graph.py runs the graph with it on.
+        screening=False,
     )
 
 

@@ -84,6 +84,8 @@ def entry(tmp_path: Path, openai: RunningOpenAI) -> Iterator[str]:
         "CANDOR_CHAT_BACKEND": "openai",
         "CANDOR_OPENAI_API_KEY": "sk-test",
         "CANDOR_OPENAI_BASE_URL": openai.base_url,
+        # The script below starts with the triage reply, which screening would skip.
+        "CANDOR_SCREENING": "false",
     }
     process = subprocess.Popen(
         [str(ASK / "run.sh")],

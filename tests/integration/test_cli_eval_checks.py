@@ -35,6 +35,8 @@ def deps(tmp_path: Path) -> Iterator[Deps]:
             embedder_backend="hashing",
             max_attempts=1,
             prices={**DEFAULT_PRICES, "scripted": DEFAULT_PRICES["gpt-4o-mini"]},
+            # The scripts start each question with its triage call, as screening off.
+            screening=False,
         ),
         "eval-checks",
     )

@@ -193,6 +193,9 @@ def test_a_request_is_never_charged_more_than_it_reserved_and_the_ledger_stays_u
             answer_max_tokens=case.answer_max_tokens,
             top_k=10,
             cache_enabled=False,
+            # Screening could spare the triage call; off, every request takes the
+            # worst path (the same two calls at most: candor.graph.limits.NODE_CALLS).
+            screening=False,
             rate_address_limit=1_000,
             rate_session_limit=1_000,
             budget_daily_usd=case.cap,

@@ -300,6 +300,31 @@ def test_a_trace_stored_before_the_checks_were_recorded_still_reads(
     assert trace.answer == result.answer
 
 
+def test_a_trace_records_that_the_triage_call_judged_the_message(make_deps: MakeDeps) -> None:
+    deps = make_deps(answering())  # screening off: the triage call decides
+
+    trace = stored(deps, asyncio.run(ask(deps, QUESTION)))
+
+    assert trace.screening is not None
+    assert (trace.screening.by, trace.screening.kind) == ("model", "question")
+    assert trace.screening.confidence is None
+    assert not trace.screening.without_model
+
+
+def test_a_trace_stored_before_screening_was_recorded_still_reads(make_deps: MakeDeps) -> None:
+    deps = make_deps(answering())
+    result = asyncio.run(ask(deps, QUESTION))
+    raw = deps.state.get_trace(result.trace_id, now=0.0)
+    assert raw is not None
+    body = json.loads(raw.body)
+    del body["screening"]
+
+    trace = Trace.from_stored(dataclasses.replace(raw, body=json.dumps(body)))
+
+    assert trace.screening is None
+    assert trace.answer == result.answer
+
+
 def test_a_trace_keeps_each_citations_quote(make_deps: MakeDeps) -> None:
     deps = make_deps(answering())
     result = asyncio.run(ask(deps, QUESTION))

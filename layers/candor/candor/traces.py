@@ -4,11 +4,12 @@
 holds the time, the session, the question (unless CANDOR_STORE_QUESTIONS=false),
 the queries tried, the passages shown (their ids, and the prompt that showed them
 to the model), the answer with its decision and citations, what the checks
-outside the model did (each grade with the grounding gate's findings, and the
-support check of the answer: the specifics it could not find and the sentences
-it removed), each node's milliseconds, tokens (prompt tokens sent and evaluated,
-tokens generated) and cost, the model names, the corpus version and whether the
-cache answered. It expires after CANDOR_TRACE_TTL_DAYS. Storing it never
+outside the model did (how the message was screened, each grade with the
+grounding gate's findings, and the support check of the answer: the specifics it
+could not find and the sentences it removed), each node's milliseconds, tokens
+(prompt tokens sent and evaluated, tokens generated) and cost, the model names,
+the corpus version and whether the cache answered. It expires after
+CANDOR_TRACE_TTL_DAYS. Storing it never
 fails the answer: a failure is logged and counted.
 
 Feedback (`POST /feedback`, `candor.rating.rate`) attaches to a stored trace: only the session
@@ -33,6 +34,7 @@ from candor.graph.state import (
     GradeRecord,
     GraphState,
     GroundingCheck,
+    ScreeningRecord,
     SupportCheck,
     TraceStep,
 )
@@ -96,6 +98,9 @@ class Trace:
     corpus_version: int | None = None
     grades: tuple[GradeRecord, ...] = ()
     support: SupportCheck | None = None
+    # How moderate judged the message (None: the answer cache answered, or the
+    # trace was stored before screening was recorded).
+    screening: ScreeningRecord | None = None
     feedback: Feedback | None = field(default=None, compare=False)
 
     @property
@@ -134,6 +139,9 @@ class Trace:
                 # Traces stored before the checks were recorded have neither.
                 "grades": tuple(_grade(g) for g in data.get("grades", ())),
                 "support": _support(data["support"]) if data.get("support") else None,
+                "screening": ScreeningRecord(**data["screening"])
+                if data.get("screening")
+                else None,
                 "feedback": Feedback.from_json(stored.feedback) if stored.feedback else None,
             }
         )
@@ -205,6 +213,7 @@ def build(
         corpus_version=corpus_version,
         grades=result.grades if keep else tuple(_without_names(g) for g in result.grades),
         support=result.support,
+        screening=final.screening if final is not None else None,
     )
 
 

@@ -53,7 +53,10 @@ SCHEMA_FRAMING_TOKENS = 64
 # two kinds makes one call of either kind (generate answers or converses).
 Slot = tuple[str, ...]
 NODE_CALLS: dict[str, tuple[Slot, ...]] = {
-    "moderate": (("triage",), ("moderation",)),  # the second look: only when flagged
+    # Triage and the focused moderation call, in either order: a message the
+    # screening classifier flags gets the moderation call first, then triage when
+    # the look clears it and the classifier was unsure of its kind. Often neither.
+    "moderate": (("triage", "moderation"), ("triage", "moderation")),
     "route": (),
     "retrieve": (),  # embeds the query and the sentences it packs: EMBEDDINGS
     "grade": (("grade",),),

@@ -8,49 +8,118 @@ that a server keeps serving other requests meanwhile.
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
+import time
 from collections.abc import Callable, Sequence
 
 from candor import retrieval
 from candor.deps import Deps
+from candor.errors import StateStoreError
 from candor.graph import grounding, limits, prompts, quotes, smalltalk, support
 from candor.graph.answer_text import AnswerCleaner, clean_answer
 from candor.graph.citations import MARKER, cite, with_attribution
 from candor.graph.schemas import Moderation, Rewrite, Triage
-from candor.graph.state import GraphState, Intent, Update
+from candor.graph.state import GraphState, Intent, ScreenedBy, ScreeningRecord, Update
+from candor.screening import classifier, policy, verdicts
+from candor.screening.classifier import Screen
 from candor.settings import Settings
 from candor.text import words
 from candor.types import Hit, Message
+
+logger = logging.getLogger(__name__)
 
 
 async def moderate(state: GraphState, deps: Deps) -> Update:
     """Judge the new message alone; the verdict on abuse ignores the history.
 
-    One structured call also classifies the message's kind, so that route needs
-    no call of its own. A message it flags as abusive gets a second, focused
-    look before the session is warned: a false warning costs a visitor far more
-    than one extra call on the rare flagged message.
+    The screening classifier goes first (candor.screening.policy). What it is sure
+    of needs no model call: the kind, and that the message is not abusive. What it
+    flags as abusive gets the focused moderation call, which alone can warn. The
+    rest goes to one structured triage call, which also classifies the message's
+    kind (so that route needs no call of its own), unless the store holds the
+    triage call's verdict on the same message (candor.screening.verdicts). A
+    message triage flags gets the focused look too before the session is warned:
+    a false warning costs a visitor far more than one extra call.
     """
-    verdict = (
+    settings = deps.settings
+    screen = classifier.shipped().screen(state.question) if settings.screening else None
+    outcome = policy.outcome(screen, settings.screening_confidence) if screen else "unsure"
+    if screen is not None and outcome == "sure":
+        return _screened(screen.kind, "classifier", screen)
+    if screen is not None and outcome == "flagged":
+        if await _insulting(state, deps):
+            return await _offence(state, deps, _screened(screen.kind, "classifier", screen, True))
+        if screen.confidence >= settings.screening_confidence:
+            return _screened(screen.kind, "classifier", screen, True)
+        verdict = await _triage(state, deps)  # its flag is answered: the look cleared it
+        return _screened(verdict.kind, "model", screen, True)
+    key = verdicts.digest(state.question, chat_model=deps.chat.name)
+    cached = await _cached_verdict(key, deps) if settings.cache_enabled else None
+    if cached is not None:
+        return _screened(cached, "cache", screen)
+    verdict = await _triage(state, deps)
+    if verdict.abusive:
+        screened = _screened(verdict.kind, "model", screen, True)
+        return await _offence(state, deps, screened) if await _insulting(state, deps) else screened
+    if settings.cache_enabled and verdicts.cacheable(verdict.kind):  # nothing flagged it
+        await _keep_verdict(key, verdict.kind, deps)
+    return _screened(verdict.kind, "model", screen)
+
+
+def _screened(
+    kind: Intent, by: ScreenedBy, screen: Screen | None, moderated: bool = False
+) -> Update:
+    record = ScreeningRecord(
+        by,
+        kind,
+        confidence=round(screen.confidence, 4) if screen else None,
+        abusive=round(screen.abusive, 4) if screen else None,
+        moderated=moderated,
+    )
+    return {"intent": kind, "screening": record}
+
+
+async def _triage(state: GraphState, deps: Deps) -> Triage:
+    return (
         await deps.chat.structured(
             prompts.triage(state.question), Triage, max_tokens=limits.STRUCTURED_MAX_TOKENS
         )
     ).value
-    if verdict.abusive:
-        second = await deps.chat.structured(
-            prompts.moderation(state.question),
-            Moderation,
-            max_tokens=limits.STRUCTURED_MAX_TOKENS,
-        )
-        abusive = second.value.insulting
-    else:
-        abusive = False
-    if not abusive:
-        return {"intent": verdict.kind}
+
+
+async def _insulting(state: GraphState, deps: Deps) -> bool:
+    second = await deps.chat.structured(
+        prompts.moderation(state.question), Moderation, max_tokens=limits.STRUCTURED_MAX_TOKENS
+    )
+    return second.value.insulting
+
+
+async def _offence(state: GraphState, deps: Deps, screened: Update) -> Update:
     status = await asyncio.to_thread(deps.state.record_offence, state.session_id)
     if status == "ended":
-        return {"intent": verdict.kind, "decision": "ended", "answer": prompts.ended()}
-    return {"intent": verdict.kind, "decision": "warned", "answer": prompts.warning()}
+        return screened | {"decision": "ended", "answer": prompts.ended()}
+    return screened | {"decision": "warned", "answer": prompts.warning()}
+
+
+async def _cached_verdict(key: str, deps: Deps) -> Intent | None:
+    # The cache saves a call; a store that fails to read it costs only that call.
+    try:
+        stored = await asyncio.to_thread(deps.state.verdict_get, key, now=time.time())
+    except StateStoreError:
+        logger.warning("the verdict cache could not be read", exc_info=True)
+        return None
+    return verdicts.from_json(stored) if stored is not None else None
+
+
+async def _keep_verdict(key: str, kind: Intent, deps: Deps) -> None:
+    expires_at = int(time.time()) + deps.settings.cache_ttl_seconds
+    try:
+        await asyncio.to_thread(
+            deps.state.verdict_put, key, verdicts.to_json(kind), expires_at=expires_at
+        )
+    except StateStoreError:
+        logger.warning("the verdict cache could not be written", exc_info=True)
 
 
 # A small model over-calls the two routes that skip retrieval. These need evidence

@@ -51,6 +51,26 @@ class TraceStep:
 
 
 GradedBy = Literal["model", "gate", "no_passages"]
+# Who decided what kind of message it is: the screening classifier alone, the
+# triage call's verdict on the same message kept in the store, or the triage call.
+ScreenedBy = Literal["classifier", "cache", "model"]
+
+
+@dataclass(frozen=True, slots=True)
+class ScreeningRecord:
+    """How moderate judged the message. It was screened without the model when `by`
+    is the classifier or the cache and `moderated` is false. The classifier's
+    probabilities are None when screening is off."""
+
+    by: ScreenedBy
+    kind: Intent
+    confidence: float | None = None  # the classifier's probability of its kind
+    abusive: float | None = None  # the classifier's probability that it is abusive
+    moderated: bool = False  # the focused moderation call judged whether it insults
+
+    @property
+    def without_model(self) -> bool:
+        return self.by != "model" and not self.moderated
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +145,7 @@ class GraphState:
     citations: tuple[Citation, ...] = ()
     grades: tuple[GradeRecord, ...] = ()
     support: SupportCheck | None = None
+    screening: ScreeningRecord | None = None
     trace: tuple[TraceStep, ...] = field(default=())
 
 
@@ -142,3 +163,4 @@ class Update(TypedDict, total=False):
     citations: tuple[Citation, ...]
     grades: tuple[GradeRecord, ...]
     support: SupportCheck
+    screening: ScreeningRecord
