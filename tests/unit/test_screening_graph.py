@@ -14,9 +14,9 @@ import pytest
 from candor import service
 from candor.deps import Deps
 from candor.errors import StateStoreError
+from candor.results import AskResult
 from candor.screening import policy
 from candor.screening.classifier import shipped
-from candor.service import AskResult
 from candor.settings import Settings
 from candor.traces import Trace
 from tests.conftest import MakeDeps
