@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from candor.graph.citations import markers_in
 from candor.graph.prompts import (
     ANSWER_TASK,
     CUT,
@@ -87,10 +88,6 @@ def _opened(text: str, *, keep_markers: bool = False) -> str:
     # The space before the sentence stays: it separates it from the one before.
     spaces = text[: len(text) - len(text.lstrip())]
     return spaces + body.lstrip()
-
-
-def _markers(text: str) -> str:
-    return "".join(_MARKER.findall(text))
 
 
 def _cited_after(sentence: str) -> str:
@@ -175,7 +172,7 @@ class AnswerCleaner:
             and (self._prose or len(body.split()) >= _MIN_CUT_WORDS)
         )
         if cut_off:
-            return self._inline(_markers(line))
+            return self._inline(markers_in(line))
         self._line = line
         return self._end_line()
 
@@ -241,13 +238,13 @@ class AnswerCleaner:
                 self._in_code = not self._in_code
             out = self._out(line)
         elif dropped:
-            out = self._inline(_markers(line))
+            out = self._inline(markers_in(line))
         elif prose:
             out = self._sentence(line) if line.strip() else ""
         elif not line.strip():
             out = ""
         elif _TABLE_ROW.search(line) or _plain(line) in self._labels or not _plain(line):
-            out = self._inline(_markers(line))
+            out = self._inline(markers_in(line))
         else:
             out = self._sentence(self._without_head(line))
         if self._started:
@@ -265,21 +262,21 @@ class AnswerCleaner:
                 self._seen.add(key)
             if self._rest_dropped or any(tail in text for tail in self._tails):
                 self._rest_dropped = True
-                return self._inline(_markers(text))
+                return self._inline(markers_in(text))
             whole = _cited_after(_opened(text, keep_markers=True))
             return self._out(whole[len(streamed) :], keep_cited=False)
         if self._rest_dropped:
-            return self._inline(_markers(text))
+            return self._inline(markers_in(text))
         for tail in self._tails:
             if tail in text:
                 self._rest_dropped = True  # the passage goes on pasting to its cut
-                return self._inline(_markers(text))
+                return self._inline(markers_in(text))
         key = _plain(text)
         if not key or key in self._labels or _DANGLING.search(_MARKERS.sub("", text)):
-            return self._inline(_markers(text))
+            return self._inline(markers_in(text))
         if len(key) >= _MIN_DUPLICATE:
             if key in self._seen or key in _INSTRUCTIONS:
-                return self._inline(_markers(text))
+                return self._inline(markers_in(text))
             self._seen.add(key)
         return self._out(_cited_after(_opened(text, keep_markers=True)))
 
@@ -291,7 +288,7 @@ class AnswerCleaner:
         for head in self._heads:
             if body.startswith(head):
                 rest = body[len(head) :].lstrip(" :-—–")
-                markers = _markers(line[:start])
+                markers = markers_in(line[:start])
                 return f"{markers} {rest}" if markers and rest else rest or markers
         return line
 

@@ -67,6 +67,11 @@ def cite(text: str, shown: Sequence[Hit]) -> tuple[str, tuple[Citation, ...]]:
     return cleaned.strip(), tuple(citations)
 
 
+def markers_in(text: str) -> str:
+    """The citation markers of `text`, in the order written ("[2][1]")."""
+    return "".join(marker.group(0) for marker in MARKER.finditer(text))
+
+
 def _without_dangling_intro(text: str) -> str:
     """The answer without a last sentence that introduces what never came ("For
     example, consider the following session:" ended sqlite-005's answer): the list
@@ -75,7 +80,7 @@ def _without_dangling_intro(text: str) -> str:
     pieces = sentences(text)
     if len(pieces) < 2 or not MARKER.sub("", pieces[-1]).rstrip().endswith(":"):
         return text
-    markers = "".join(marker.group(0) for marker in MARKER.finditer(pieces[-1]))
+    markers = markers_in(pieces[-1])
     return "".join(pieces[:-1]).rstrip() + (f" {markers}" if markers else "")
 
 
@@ -86,7 +91,7 @@ def _tucked(match: re.Match[str]) -> str:
     line = text[text.rfind("\n", 0, match.start()) + 1 : match.start()]
     if not line.strip() or line.strip().isdigit():
         return match.group(0)
-    markers = "".join(marker.group(0) for marker in MARKER.finditer(match.group(2)))
+    markers = markers_in(match.group(2))
     space = "" if text[match.start() - 1 : match.start()] in ("]", " ") else " "
     return space + markers + match.group(1)
 

@@ -155,7 +155,9 @@ def verify(
     trailing = _TRAILING_MARKERS.search(answer)
     body = answer[: trailing.start(1)] if trailing else answer
     kept: list[str] = []
-    unmarked: list[tuple[int, int]] = []  # (position in kept, the cited passage holding it)
+    # Unmarked sentences with specifics: (position in kept, the specifics).
+    unmarked: list[tuple[int, list[Specific]]] = []
+    given_count = len(cited)
     removed: list[str] = []
     unsupported: list[str] = []
     checked = 0
@@ -176,17 +178,18 @@ def verify(
             removed.append(sentence.strip())
             unsupported += [s for s in missing if s not in unsupported]
         else:
-            holder = None
             if found and trailing is None and not MARKER.search(sentence):
-                holder = _holder(found, cited, question, passage_chars)
-            if holder is not None:
-                unmarked.append((len(kept), 1 + cited.index(holder)))
+                unmarked.append((len(kept), found))
             kept.append(sentence)
     if removed or recited:
         # Renumbering keeps only the passages a marker names: an unmarked sentence's
-        # specifics would lose the one citation that holds them, so it names it.
-        for position, number in unmarked:
-            kept[position] = _cited_to(kept[position], number)
+        # specifics would lose the one citation that holds them, so it names it. (The
+        # passages the answer cited hold them: those are the evidence it passed.)
+        given = cited[:given_count]
+        for position, found in unmarked:
+            holder = _holder(found, given, question, passage_chars)
+            if holder is not None:
+                kept[position] = _cited_to(kept[position], 1 + given.index(holder))
     text = "".join(kept).rstrip()
     if text and trailing:
         text += trailing.group(1)
