@@ -195,3 +195,11 @@ def test_a_sentence_that_introduces_a_list_that_follows_stays() -> None:
     answer, _ = cite(text, PASSAGES)
 
     assert answer == text
+
+
+def test_stranded_markers_written_together_join_their_sentence_too() -> None:
+    # The README's question, 2026-12-02: "... how many passages are retrieved. [1][2]
+    # The `CANDOR_CANDIDATES` variable ..." kept its pair of markers after the stop.
+    answer, _ = cite("Amend it [2]. [1][2] Then push.", PASSAGES)
+
+    assert answer == "Amend it [1][2]. Then push."

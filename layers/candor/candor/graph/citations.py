@@ -37,8 +37,9 @@ ENUMERATOR = re.compile(r"^\s*(?:\d{1,2}[.)]|[-*•])(?:\s+|$)")
 _SENTENCE_END = re.compile(r"[.!?]+(?:[ \t]*\[\d{1,2}\])*(?=\s|$)|\n")
 # Markers standing after a sentence's end ("32767 [1]. [2]"): the clean-up lets out
 # the markers of a sentence it dropped after the text already shown.
-_STRANDED = re.compile(r"([.!?])((?:[ \t]+\[\d{1,2}\])+)(?=\s|$)")
-_REPEATED = re.compile(r"(\[\d{1,2}\])(?:\1)+")
+_STRANDED = re.compile(r"([.!?])([ \t]+(?:[ \t]*\[\d{1,2}\])+)(?=\s|$)")
+# A run of markers written together ("[1][2][1]"): each passage in it is named once.
+_MARKER_RUN = re.compile(r"(?:\[\d{1,2}\])+")
 
 
 def cite(text: str, shown: Sequence[Hit]) -> tuple[str, tuple[Citation, ...]]:
@@ -63,7 +64,7 @@ def cite(text: str, shown: Sequence[Hit]) -> tuple[str, tuple[Citation, ...]]:
 
     cleaned = MARKER.sub(renumber, _without_dangling_intro(text.strip()))
     cleaned = re.sub(r"[ \t]+([.,;:])", r"\1", cleaned)
-    cleaned = _REPEATED.sub(r"\1", _STRANDED.sub(_tucked, cleaned))
+    cleaned = _MARKER_RUN.sub(_each_once, _STRANDED.sub(_tucked, cleaned))
     return cleaned.strip(), tuple(citations)
 
 
@@ -82,6 +83,11 @@ def _without_dangling_intro(text: str) -> str:
         return text
     markers = markers_in(pieces[-1])
     return "".join(pieces[:-1]).rstrip() + (f" {markers}" if markers else "")
+
+
+def _each_once(run: re.Match[str]) -> str:
+    numbers = dict.fromkeys(MARKER.findall(run.group(0)))  # in order, without repeats
+    return "".join(f"[{number}]" for number in numbers)
 
 
 def _tucked(match: re.Match[str]) -> str:
