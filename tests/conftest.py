@@ -68,6 +68,10 @@ def settings(tmp_path: Path) -> Settings:
         # screening classifier would skip for a message it is sure of: they turn it
         # off. tests/unit/test_screening_graph.py runs the graph with it on.
         screening=False,
+        # Likewise the grade: with it on, a question naming what its passages show
+        # (most of these tests ask about `gc.auto`) makes no grade call.
+        # tests/unit/test_grade_by_names.py runs the graph with it on.
+        grade_by_names=False,
     )
 
 

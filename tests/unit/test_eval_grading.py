@@ -94,17 +94,19 @@ GRADES = [
     GradeOutcome(False, "model", "unanswerable"),
     GradeOutcome(False, "gate", "unanswerable"),
     GradeOutcome(False, "no_passages", "lacks_keywords"),
+    GradeOutcome(True, "names", "has_keywords"),
+    GradeOutcome(True, "names", "unanswerable"),  # a false accept no model made
 ]
 
 
 def test_the_confusion_matrix_counts_model_grades_and_the_gates_apart() -> None:
     matrix = confusion(GRADES)
     assert matrix["model"] == {
-        "has_keywords": {"answerable": 1, "not_answerable": 1},
-        "lacks_keywords": {"answerable": 0, "not_answerable": 1},
-        "unanswerable": {"answerable": 1, "not_answerable": 2},
+        "has_keywords": {"answerable": 1, "not_answerable": 1, "names": 1},
+        "lacks_keywords": {"answerable": 0, "not_answerable": 1, "names": 0},
+        "unanswerable": {"answerable": 1, "not_answerable": 2, "names": 1},
     }
-    assert matrix["gate_declined"] == 1 and matrix["no_passages"] == 1 and matrix["n"] == 8
+    assert matrix["gate_declined"] == 1 and matrix["no_passages"] == 1 and matrix["n"] == 10
 
 
 def test_grade_rates_come_with_their_n() -> None:
@@ -204,8 +206,8 @@ def agent_report(records: list[AgentRecord], corpus: str) -> dict[str, Any]:
 def test_the_markdown_report_has_the_grading_matrix_per_kind() -> None:
     text = to_markdown(agent_report(RECORDS, "docs"))
     assert "### Grading" in text
-    assert "| factual | passages hold every keyword | 3 | 0 | 0 | 0 |" in text
-    assert "| unanswerable | – | 0 | 0 | 1 | 0 |" in text
+    assert "| factual | passages hold every keyword | 3 | 0 | 0 | 0 | 0 |" in text
+    assert "| unanswerable | – | 0 | 0 | 0 | 1 | 0 |" in text
     assert "| Unsupported specifics left in answers | 0.500 | 2 |" in text
 
 

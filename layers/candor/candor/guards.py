@@ -223,6 +223,7 @@ def settings_fingerprint(settings: Settings, *, chat: str, embedder: str, top_k:
             "max_per_source",
             "max_attempts",
             "grade_threshold",
+            "grade_by_names",
             "pack_context",
             "pack_candidates",
             "context_chars",

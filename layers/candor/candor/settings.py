@@ -111,6 +111,9 @@ class Settings(BaseSettings):
     # The grade answers when the model's probability that the passages say what the
     # question asks is at least this (candor.graph.nodes.grade); chosen on the dev set.
     grade_threshold: float = Field(default=0.72, ge=0, le=1)
+    # No grade call when the question names an exact thing (a --flag, a setting, a
+    # version) and every name it relies on stands in the passages the answer reads.
+    grade_by_names: bool = True
     passage_chars: int = Field(default=600, ge=100, description="passage text shown to the model")
     # How the dense and keyword rankings become one (candor.retrieval.fuse): "rrf"
     # (Reciprocal Rank Fusion, k = rrf_k) or "score" (min-max normalised scores,

@@ -99,15 +99,19 @@ def outcomes(
 
 
 def confusion(grades: Sequence[GradeOutcome]) -> dict[str, Any]:
-    """Model grades per context and verdict, and the grades no model made."""
+    """Grades per context: the model's verdicts, and those the names settled without a
+    model; then the grades the gate declined and those that had no passages."""
+
+    def count(context: str, by: str, answerable: bool) -> int:
+        return sum(
+            1 for g in grades if g.by == by and g.context == context and g.answerable is answerable
+        )
+
     matrix = {
         context: {
-            "answerable": sum(
-                1 for g in grades if g.by == "model" and g.context == context and g.answerable
-            ),
-            "not_answerable": sum(
-                1 for g in grades if g.by == "model" and g.context == context and not g.answerable
-            ),
+            "answerable": count(context, "model", True),
+            "not_answerable": count(context, "model", False),
+            "names": count(context, "names", True),
         }
         for context in CONTEXTS
     }

@@ -268,8 +268,9 @@ def grading_lines(agent: Mapping[str, Any]) -> list[str]:
         "### Grading",
         "",
         "Every grade of the run, against the passages it judged: do they hold every "
-        "expected keyword (the answer context)? Grades the grounding gate made, or "
-        "that had no passages, asked no model.",
+        "expected keyword (the answer context)? Grades the names settled (every name "
+        "of the question in the passages the answer reads), those the grounding gate "
+        "made and those that had no passages asked no model.",
         "",
         f"- the grade said answerable when the passages held every keyword: "
         f"{fmt(grading['answerable_when_context_has_keywords'])} "
@@ -278,20 +279,22 @@ def grading_lines(agent: Mapping[str, Any]) -> list[str]:
         f"{fmt(grading['not_answerable_on_unanswerable'])} "
         f"(n={grading['not_answerable_on_unanswerable_n']})",
         "",
-        "| kind | passages | graded answerable | graded not | gate declined | no passages |",
-        "|---|---|---|---|---|---|",
+        "| kind | passages | graded answerable | graded not | names settled | gate declined "
+        "| no passages |",
+        "|---|---|---|---|---|---|---|",
     ]
     for kind, row in agent.get("by_kind", {}).items():
         confusion = row.get("grading", {}).get("confusion")
         if not confusion or not confusion["n"]:
             continue
-        cells = confusion["model"] or {"–": {"answerable": 0, "not_answerable": 0}}
+        cells = confusion["model"] or {"–": {"answerable": 0, "not_answerable": 0, "names": 0}}
         for number, (context, counts) in enumerate(cells.items()):
             extra = (
                 [confusion["gate_declined"], confusion["no_passages"]] if number == 0 else ["", ""]
             )
             label = CONTEXT_LABELS.get(context, context)
-            values = [label, counts["answerable"], counts["not_answerable"], *extra]
+            answered = [counts["answerable"], counts["not_answerable"], counts.get("names", 0)]
+            values = [label, *answered, *extra]
             lines.append(f"| {kind} | " + " | ".join(fmt(v) for v in values) + " |")
     return lines
 

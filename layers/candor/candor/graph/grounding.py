@@ -109,6 +109,18 @@ def code_names(text: str) -> list[str]:
     return list(names)
 
 
+def specific_name(name: str) -> bool:
+    """A name no passage holds by chance: a `--flag`, a setting or identifier
+    (`gc.auto`, `SQLITE_BUSY`, `.import`), a version or an error code.
+
+    A command alone (`git log`) is not: every page of a manual names it, so its
+    presence says nothing about whether a passage answers what was asked of it.
+    """
+    if " " in name:
+        return False
+    return name.startswith("-") or "_" in name or "." in name or name.isdigit()
+
+
 def _covered(name: str, names: Iterable[str]) -> bool:
     # `git push --force` also yields `--force` by the flag pattern: keep it once.
     folded = name.casefold()
@@ -309,6 +321,24 @@ class Gate:
         if not self.passages:
             return "no_passages"
         return None
+
+    def names_settle(self, passage_chars: int) -> bool:
+        """Whether the names alone say the passages answer, so no model need grade them.
+
+        True when the question names at least one exact thing (specific_name) and
+        every name it relies on stands in what the answer will read. Such a
+        question asks about that thing, and the passage that defines it is in
+        front of the model; a grade would only repeat what the index has shown.
+        """
+        names = self.check.names
+        if not any(specific_name(name) for name in names if name not in self.check.products):
+            return False
+        read = [shown(hit, passage_chars) for hit in prompts.shown(self.passages)]
+        for name in names:
+            holds = proper_names.holds if name in self.check.products else mentions
+            if not any(holds(text, name) for text in read):
+                return False
+        return True
 
     def update(self, *, answerable: bool, by: GradedBy, score: float | None = None) -> Update:
         record = GradeRecord(

@@ -194,7 +194,9 @@ async def grade(state: GraphState, deps: Deps) -> Update:
     """A separate judgement: do these passages say what the question asks?
 
     The grounding gate goes first: it declines a question naming what no document
-    holds, and brings in the passage that holds a name retrieval missed. Then the
+    holds, and brings in the passage that holds a name retrieval missed. When every
+    name of a question that names an exact thing stands in the passages the answer
+    reads, they answer it without a model call (grounding.Gate.names_settle). Then the
     model's probability of "yes" is compared with a threshold (settings.grade_threshold,
     chosen on the dev set). The checks after the answer (support, citations) stop
     invented specifics, so the grade need not be the strictest judge: it is set not
@@ -203,6 +205,8 @@ async def grade(state: GraphState, deps: Deps) -> Update:
     gate = await grounding.gate(state, deps, subject(state))
     if gate.decided_by is not None:
         return gate.update(answerable=False, by=gate.decided_by)
+    if deps.settings.grade_by_names and gate.names_settle(deps.settings.passage_chars):
+        return gate.update(answerable=True, by="names")
     text = prompts.format_passages(gate.passages, deps.settings.passage_chars)
     verdict = await deps.chat.judge(prompts.grade(text, subject(state)), prompts.GRADE_OPTIONS)
     score = verdict.probability(prompts.YES)

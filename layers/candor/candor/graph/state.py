@@ -50,7 +50,7 @@ class TraceStep:
             object.__setattr__(self, "tokens_evaluated", self.tokens_in)
 
 
-GradedBy = Literal["model", "gate", "no_passages"]
+GradedBy = Literal["model", "names", "gate", "no_passages"]
 # Who decided what kind of message it is: the screening classifier alone, the
 # triage call's verdict on the same message kept in the store, or the triage call.
 ScreenedBy = Literal["classifier", "cache", "model"]
