@@ -86,6 +86,8 @@ def entry(tmp_path: Path, openai: RunningOpenAI) -> Iterator[str]:
         "CANDOR_OPENAI_BASE_URL": openai.base_url,
         # The script below starts with the triage reply, which screening would skip.
         "CANDOR_SCREENING": "false",
+        # And its judge reply: the names of its question would settle the grade.
+        "CANDOR_GRADE_BY_NAMES": "false",
     }
     process = subprocess.Popen(
         [str(ASK / "run.sh")],
