@@ -148,6 +148,12 @@ def mentions(text: str, name: str) -> bool:
     return _needle(name).search(text) is not None
 
 
+def holds(text: str, name: str, *, product: bool) -> bool:
+    """Whether `text` holds `name`: a product name as proper_names reads it, a code name
+    as `mentions` does."""
+    return proper_names.holds(text, name) if product else mentions(text, name)
+
+
 def shown(hit: Hit, passage_chars: int) -> str:
     """A passage as the model is shown it."""
     return prompts.passage_text(hit, passage_chars)
@@ -283,8 +289,11 @@ async def check(
             continue
         (in_index if found.hits else absent).append(found.name)
         # Prefer a passage that shows the name within the part the model reads.
-        holds = proper_names.holds if found.product else mentions
-        visible = [h for h in found.hits if holds(shown(h, passage_chars), found.name)]
+        visible = [
+            h
+            for h in found.hits
+            if holds(shown(h, passage_chars), found.name, product=found.product)
+        ]
         best = (visible or found.hits)[:1]
         added += [h for h in best if all(h.chunk.id != a.chunk.id for a in added)]
     check = GroundingCheck(
@@ -334,11 +343,10 @@ class Gate:
         if not any(specific_name(name) for name in names if name not in self.check.products):
             return False
         read = [shown(hit, passage_chars) for hit in prompts.shown(self.passages)]
-        for name in names:
-            holds = proper_names.holds if name in self.check.products else mentions
-            if not any(holds(text, name) for text in read):
-                return False
-        return True
+        products = self.check.products
+        return all(
+            any(holds(text, name, product=name in products) for text in read) for name in names
+        )
 
     def update(self, *, answerable: bool, by: GradedBy, score: float | None = None) -> Update:
         record = GradeRecord(
