@@ -23,7 +23,8 @@ import pytest
 
 from tests.support.local_models import REQUIRE_ENV
 
-pytestmark = pytest.mark.unit
+# Two child pytest runs, a few seconds each: not fast enough for unit.
+pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 # Each module and the input it goes without here.
