@@ -1,8 +1,8 @@
-"""POST /feedback on AWS Lambda behind the API Gateway HTTP API.
+"""POST /feedback on AWS Lambda behind the API Gateway REST API (infra/template.yaml, Api).
 
 Thin: the FastAPI app and its feedback router come from the candor library (the
-layer); Mangum translates API Gateway events. Only the state store is built
-(once per container): no model, no index, no API key.
+layer); Mangum translates the REST API's proxy events (buffered: nothing to stream).
+Only the state store is built (once per container): no model, no index, no API key.
 """
 
 from __future__ import annotations

@@ -23,9 +23,13 @@ from candor.factory import build_deps
 from candor.results import AskResult
 from candor.service import ask
 from candor.settings import Settings
+from tests.support import local_models
 from tests.support.api_shape import ASK_RESPONSE_KEYS
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]
+
+# The embedded default: the CLI and build_deps load both local models.
+local_models.require(*local_models.CHAT, *local_models.EMBEDDER)
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [
@@ -50,7 +54,9 @@ def corpus_dir() -> Path:
     if not (folder / "git-push.html").is_file():
         if configured:
             pytest.fail(f"CANDOR_TEST_CORPUS={configured} holds no Git pages; run `make corpus`")
-        pytest.skip("the dev corpus is not fetched; `make test` fetches it (`make corpus`)")
+        local_models.unavailable(
+            "the dev corpus is not fetched; `make test` fetches it (`make corpus`)"
+        )
     return folder
 
 

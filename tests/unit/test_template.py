@@ -631,10 +631,17 @@ def test_ingest_function_may_only_read_the_documents_bucket() -> None:
     assert all(s["Effect"] == "Allow" for s in s3)
 
 
-def test_ingest_function_may_read_and_write_state_items_and_nothing_more() -> None:
+def test_ingest_function_may_read_and_write_only_its_own_state_items() -> None:
+    # Its completion records and the corpus version, by their partition keys;
+    # tests/integration/test_ingest_policy.py checks these are the keys it touches.
     dynamodb = [s for s in policy_statements("IngestFunction") if "dynamodb:" in str(s["Action"])]
-    assert [(s["Action"], s["Resource"]) for s in dynamodb] == [
-        (["dynamodb:GetItem", "dynamodb:UpdateItem"], {"Fn::GetAtt": ["StateTable", "Arn"]})
+    assert [(s["Effect"], s["Action"], s["Resource"], s["Condition"]) for s in dynamodb] == [
+        (
+            "Allow",
+            ["dynamodb:GetItem", "dynamodb:UpdateItem"],
+            {"Fn::GetAtt": ["StateTable", "Arn"]},
+            {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["corpus#*", "ingest#*"]}},
+        )
     ]
 
 

