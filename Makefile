@@ -131,6 +131,7 @@ bench: install corpus
 	$(BIN)/python bench/bench_llm.py
 	$(BIN)/python bench/bench_answer.py $(CORPUS)
 	$(BIN)/python bench/bench_stream.py $(CORPUS)
+	$(BIN)/python bench/bench_first_question.py
 	$(BIN)/python -m bench.bench_cold_import
 
 # Retrieval per strategy and the full graph with the local models, on the dev set

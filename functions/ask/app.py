@@ -5,8 +5,10 @@ streams: run.sh serves `web` in uvicorn under the Lambda Web Adapter, which
 passes each request to it and streams the response back (Python's managed
 runtime and Mangum cannot stream). `handler` is the same app behind Mangum, a
 buffered entry for `make invoke` and `sam local invoke`. Dependencies are built
-once per container. A deployment without its allowed origins or session key
-fails at start (the function's init), not at a visitor's first question.
+once per container, in the function's init: the adapter's readiness check, GET
+/health, starts the warm-up (candor.warmup) and waits while it answers 503
+`warming`. A deployment without its allowed origins or session key fails at
+start (the function's init), not at a visitor's first question.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from mangum import Mangum
 from candor.api.app import create_app
 from candor.api.edge import Edge, build_edge, require_production_edge
 from candor.api.lambda_web import AdaptedInvocations
-from candor.deps import Deps
+from candor.deps import Deps, built_once
 from candor.observability import API_GATEWAY_HTTP, logger, metrics, route_library_logs, tracer
 from candor.settings import Settings
 
@@ -30,7 +32,7 @@ settings = Settings()
 require_production_edge(settings)
 
 
-@cache
+@built_once
 def deps() -> Deps:
     from candor.factory import build_deps
 

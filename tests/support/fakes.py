@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import threading
 from collections import deque
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
@@ -129,6 +130,20 @@ async def _after_stall(item: Any) -> Any:
 
 def model_failure(reason: str = "the model timed out") -> ModelError:
     return ModelError(reason)
+
+
+@dataclass
+class SlowToLoadChat(ScriptedChatModel):
+    """A scripted model that preloads as the embedded one does (candor.ports.Preloadable):
+    its preload records the system prompts and returns once the test sets `loaded`."""
+
+    loaded: threading.Event = field(default_factory=threading.Event)
+    preloaded: list[str] = field(default_factory=list)
+
+    def preload(self, system_prompts: Sequence[str]) -> None:
+        self.preloaded.extend(system_prompts)
+        if not self.loaded.wait(30):
+            raise AssertionError("the test never let the model finish loading")
 
 
 class OneInstantRateLimits(SqliteStateStore):

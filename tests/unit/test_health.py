@@ -48,7 +48,10 @@ def test_health_of_a_down_index_is_degraded_without_its_exception_text(
 def test_health_checks_the_backends_at_most_once_every_30_seconds(make_deps: MakeDeps) -> None:
     deps = make_deps(ScriptedChatModel({}))
     state = FailingState(deps.state)
-    counted = dataclasses.replace(deps, state=state)
+    # The warm-up reads the state store once too (tests/unit/test_warmup.py); this
+    # test counts the health checks' reads alone.
+    settings = deps.settings.model_copy(update={"warm_start": False})
+    counted = dataclasses.replace(deps, state=state, settings=settings)
     app = create_app(lambda: counted)
     clock = Clock()
     app.state.health = HealthCache(clock=clock)

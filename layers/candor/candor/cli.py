@@ -196,7 +196,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from candor.api.local import create_local_app
 
     settings = _settings()
-    app = create_local_app(settings, host=args.host, port=args.port)
+    app = create_local_app(settings, host=args.host, port=args.port, warm=True)
     print(
         f"candor is serving on http://{args.host}:{args.port}  (API docs: /docs)\n"
         f"  chat: open http://{args.host}:{args.port}/ in a browser (the widget's demo page)\n"
@@ -205,6 +205,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
         f"  streamed: curl -N http://{args.host}:{args.port}/ask/stream (the same body)",
         file=sys.stderr,
     )
+    if settings.warm_start:
+        print(
+            "  warming up: loading the models before the first question "
+            "(GET /health says `warming` until it is done)",
+            file=sys.stderr,
+        )
     if not settings.allowed_origins:
         print(
             "  loopback clients may call without an Origin until CANDOR_ALLOWED_ORIGINS is set",

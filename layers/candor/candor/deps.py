@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from candor.ports import ChatModel, Embedder, Reranker, StateStore, VectorIndex
 from candor.settings import Settings
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -16,3 +21,21 @@ class Deps:
     index: VectorIndex
     reranker: Reranker | None
     state: StateStore
+
+
+def built_once(build: Callable[[], T]) -> Callable[[], T]:
+    """`build`, run once per process however many threads ask at the same moment (the
+    warm-up and a first request): the others wait for its result instead of building
+    a second copy. A build that raises is tried again by the next call."""
+    lock = threading.Lock()
+    built: list[T] = []
+
+    def provider() -> T:
+        if built:  # built once, never replaced: no lock needed to read it
+            return built[0]
+        with lock:
+            if not built:
+                built.append(build())
+            return built[0]
+
+    return provider

@@ -49,6 +49,19 @@ class Judged:
         return self.probabilities.get(option, 0.0)
 
 
+@runtime_checkable
+class Preloadable(Protocol):
+    """A backend that can do at start what its first call would otherwise pay for.
+
+    The embedded chat model loads its weights and evaluates each fixed system prompt
+    once (candor.warmup); a backend behind a network has nothing worth preloading.
+    """
+
+    def preload(self, system_prompts: Sequence[str]) -> None:
+        """Blocking; safe to call while other calls run (they wait their turn)."""
+        ...
+
+
 # What ChatModel.stream yields: pieces of text as they are generated, then the
 # call's Usage, once, last.
 TextPiece = str | Usage

@@ -214,6 +214,11 @@ class Settings(BaseSettings):
     screening: bool = True
     screening_confidence: float = Field(default=0.9, ge=0.5, le=1.0)
 
+    # Warm start (candor.warmup): load the models and open the stores before the
+    # first question, so that it costs what the others do; GET /health answers
+    # 503 `warming` meanwhile. Off, the first request pays for it.
+    warm_start: bool = True
+
     # The public edge (README, "Guards"). Browsers may call POST /ask only from these
     # origins; a request without an Origin needs one of the server keys in X-Api-Key.
     # Required on AWS; unset locally, `candor serve` also takes loopback clients.

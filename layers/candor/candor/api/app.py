@@ -5,14 +5,14 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, Request
-from fastapi.responses import StreamingResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 
 from candor import guards, service
 from candor.api import errors, stream
 from candor.api.base import DepsProvider, build_app
 from candor.api.edge import Edge, EdgeProvider
 from candor.api.feedback import feedback_router
-from candor.api.health import HealthCache
+from candor.api.health import DEPENDENCIES, HealthCache
 from candor.api.schemas import (
     EDGE_RESPONSES,
     AskRequest,
@@ -22,6 +22,12 @@ from candor.api.schemas import (
     error_responses,
 )
 from candor.deps import Deps
+from candor.warmup import Warmup
+
+# A GET /health that starts the warm-up waits this long for it: a process whose
+# dependencies are cheap to build (a cloud backend) answers `ok` at once.
+HEALTH_WAIT_SECONDS = 1.0
+WARMING_RETRY_SECONDS = 2
 
 
 def _deps(request: Request) -> Deps:
@@ -115,9 +121,29 @@ async def _prepare(
 health_router = APIRouter(tags=["health"])
 
 
-@health_router.get("/health", response_model=HealthResponse)
-def health(request: Request) -> HealthResponse:
-    """`ok` or `degraded` per dependency, checked at most every 30 s; `candor health` tells why."""
+@health_router.get(
+    "/health",
+    response_model=HealthResponse,
+    responses={503: {"model": HealthResponse, "description": "Still warming up."}},
+)
+def health(request: Request) -> HealthResponse | JSONResponse:
+    """`ok` or `degraded` per dependency, checked at most every 30 s; `candor health` tells why.
+
+    503 `warming` while the process loads its models (candor.warmup): the Lambda Web
+    Adapter's readiness check waits for a status below 500, so a function's init
+    lasts until it is warm, and the widget says that the first answer is on its way.
+    """
+    warmup: Warmup = request.app.state.warmup
+    warmup.start()
+    if not warmup.wait(HEALTH_WAIT_SECONDS):
+        warming = HealthResponse(
+            status="warming", dependencies=dict.fromkeys(DEPENDENCIES, "warming")
+        )
+        return JSONResponse(
+            warming.model_dump(),
+            status_code=503,
+            headers={"retry-after": str(WARMING_RETRY_SECONDS)},
+        )
     cache: HealthCache = request.app.state.health
     checks = cache.get(lambda: _deps(request))
     status = "ok" if all(checks.values()) else "degraded"

@@ -19,6 +19,7 @@ from candor.api.edge import Edge, EdgeMiddleware, EdgeProvider, build_edge
 from candor.api.health import HealthCache
 from candor.deps import Deps
 from candor.settings import Settings
+from candor.warmup import Warmup
 
 DepsProvider = Callable[[], Deps]
 
@@ -59,6 +60,9 @@ def build_app(
         lambda: app.state.deps_provider().settings
     )
     app.state.health = HealthCache()
+    # Started by `candor serve` at start, and by the first GET /health otherwise (the
+    # Lambda Web Adapter's readiness check): see candor.warmup.
+    app.state.warmup = Warmup(lambda: app.state.deps_provider())
     app.state.keepalive_seconds = keepalive_seconds
     for router in routers:
         app.include_router(router)

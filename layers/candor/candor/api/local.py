@@ -15,7 +15,7 @@ from fastapi import FastAPI
 from candor.api.app import create_app
 from candor.api.edge import Edge, build_edge
 from candor.api.widget import with_widget
-from candor.deps import Deps
+from candor.deps import Deps, built_once
 from candor.settings import Settings
 
 DEFAULT_PORT = 8000
@@ -30,9 +30,11 @@ def own_origins(host: str, port: int) -> tuple[str, ...]:
 
 
 def create_local_app(
-    settings: Settings, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT
+    settings: Settings, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT, warm: bool = False
 ) -> FastAPI:
-    @cache
+    """The app; with `warm`, its warm-up starts now (candor.warmup), as `candor serve` does."""
+
+    @built_once
     def provider() -> Deps:
         from candor.factory import build_deps
 
@@ -46,4 +48,7 @@ def create_local_app(
             loopback_without_origin=not settings.allowed_origins,
         )
 
-    return with_widget(create_app(provider, edge_provider=edge))
+    app = with_widget(create_app(provider, edge_provider=edge))
+    if warm:
+        app.state.warmup.start()
+    return app

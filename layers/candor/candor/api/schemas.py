@@ -107,7 +107,7 @@ class ValidationErrorResponse(BaseModel):
     trace_id: str = Field(pattern=r"^[0-9a-f]{32}$")
 
 
-Status = Literal["ok", "degraded"]
+Status = Literal["ok", "degraded", "warming"]
 
 
 class HealthResponse(BaseModel):

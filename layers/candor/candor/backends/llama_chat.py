@@ -242,6 +242,10 @@ class LlamaChatModel:
         self._loaded()
         return time.perf_counter() - started
 
+    def preload(self, system_prompts: Sequence[str]) -> None:
+        """Load the weights and save each fixed system prompt's state (candor.warmup)."""
+        self.save_system_prompts(system_prompts)
+
     def save_system_prompts(self, systems: Sequence[str]) -> int:
         """Evaluate and save each system prompt not saved yet (blocking), so that even its
         first call pays only for what follows it; return how many were evaluated.

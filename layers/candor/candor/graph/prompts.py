@@ -231,16 +231,17 @@ def answer_again(passages_text: str, question: str) -> list[Message]:
     return _with_passages(passages_text, question, ANSWER_AGAIN_TASK)
 
 
+def converse_system(site_name: str) -> str:
+    return (
+        f"You are the friendly documentation assistant of {site_name}. Reply to the "
+        "visitor's message in one or two short sentences and offer to answer questions "
+        "about the documentation. Do not state any facts. " + _data_rule("message")
+    )
+
+
 def converse(message: str, site_name: str) -> list[Message]:
     return [
-        {
-            "role": "system",
-            "content": (
-                f"You are the friendly documentation assistant of {site_name}. Reply to the "
-                "visitor's message in one or two short sentences and offer to answer questions "
-                "about the documentation. Do not state any facts. " + _data_rule("message")
-            ),
-        },
+        {"role": "system", "content": converse_system(site_name)},
         {"role": "user", "content": _fenced("message", _visitor(message))},
     ]
 
@@ -295,3 +296,15 @@ def warning() -> str:
 
 def ended() -> str:
     return "This conversation has ended because of repeated abusive messages."
+
+
+def fixed_systems(site_name: str) -> tuple[str, ...]:
+    """Every system prompt the graph sends, each the same on every call (a warm start
+    evaluates them once, before the first question: candor.warmup)."""
+    return (
+        MODERATION_SYSTEM,
+        TRIAGE_SYSTEM,
+        PASSAGES_SYSTEM,
+        REWRITE_SYSTEM,
+        converse_system(site_name),
+    )

@@ -29,6 +29,7 @@
       you: "You said:",
       bot: "Assistant:",
       thinking: "Reading your question…",
+      warming: "Starting up: the first answer may take a little longer.",
       searching: "Searching the documents…",
       checking: "Checking the passages…",
       preparing: "Preparing the answer…",
@@ -72,6 +73,7 @@
       you: "Vous :",
       bot: "Assistant :",
       thinking: "Lecture de votre question…",
+      warming: "Démarrage en cours : la première réponse peut prendre un peu plus de temps.",
       searching: "Recherche dans les documents…",
       checking: "Vérification des passages…",
       preparing: "Préparation de la réponse…",
@@ -303,6 +305,37 @@ textarea:disabled { background: #f1f3f4; }
     panel.hidden = false;
     launcher.setAttribute("aria-expanded", "true");
     input.focus();
+    if (!warmChecked) {
+      warmChecked = true;
+      watchWarmup(null);
+    }
+  }
+
+  // A server that has just started loads its models first; GET /health says
+  // `warming` (503) meanwhile. The panel says so until it is ready: a question
+  // asked now still gets its answer, later than the next ones. Asked once the panel
+  // first opens, so a page whose visitors never open it costs the API nothing.
+  let warmChecked = false;
+  async function watchWarmup(note) {
+    let response;
+    let body = {};
+    try {
+      response = await fetch(api + "/health", { credentials: "omit" });
+      body = await response.json();
+    } catch (error) {
+      if (note) note.remove();
+      return; /* no answer or not JSON: say nothing, the questions will tell */
+    }
+    if (response.status !== 503 || body.status !== "warming") {
+      if (note) note.remove();
+      return;
+    }
+    if (!note) {
+      note = el("p", { class: "small warming", role: "status" }, [text.warming]);
+      log.append(note);
+    }
+    const wait = Math.min(Math.max(Number(response.headers.get("retry-after")) || 2, 1), 10);
+    setTimeout(() => watchWarmup(note), wait * 1000);
   }
 
   function close() {
