@@ -445,7 +445,7 @@ def cmd_feedback_review(args: argparse.Namespace) -> int:
     for item in found:
         print(_pending_text(item))
     print(
-        f"{len(found)} ratings with visitor text await review; "
+        f"ratings with visitor text awaiting review: {len(found)}; "
         "decide with --approve KEY or --reject KEY",
         file=sys.stderr,
     )
@@ -476,10 +476,14 @@ def _pending_json(item: review.Pending) -> dict[str, object]:
 
 
 def _pending_text(item: review.Pending) -> str:
+    from datetime import UTC, datetime
+
     from candor.review import printable
 
     lines = [f"key: {item.key}"]
     for name, value in _pending_json(item).items():
+        if name == "rated_at" and isinstance(value, float):
+            value = datetime.fromtimestamp(value, UTC).strftime("%Y-%m-%d %H:%M UTC")
         if name != "key" and value is not None:
             shown = printable(str(value)).replace("\n", "\n    ")
             lines.append(f"  {name}: {shown}")
