@@ -23,7 +23,7 @@ from candor.api.app import create_app
 from candor.api.edge import Edge, build_edge, require_production_edge
 from candor.api.lambda_web import AdaptedInvocations
 from candor.deps import Deps, built_once
-from candor.observability import API_GATEWAY_HTTP, logger, metrics, route_library_logs, tracer
+from candor.observability import API_GATEWAY_REST, logger, metrics, route_library_logs, tracer
 from candor.settings import Settings
 
 route_library_logs()
@@ -49,7 +49,7 @@ web = AdaptedInvocations(app)
 asgi = Mangum(app, lifespan="off")
 
 
-@logger.inject_lambda_context(correlation_id_path=API_GATEWAY_HTTP, clear_state=True)
+@logger.inject_lambda_context(correlation_id_path=API_GATEWAY_REST, clear_state=True)
 @tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics(capture_cold_start_metric=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:

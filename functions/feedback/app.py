@@ -15,7 +15,7 @@ from mangum import Mangum
 
 from candor.api.edge import require_production_edge
 from candor.api.feedback import FeedbackDeps, create_feedback_app
-from candor.observability import API_GATEWAY_HTTP, logger, metrics, route_library_logs, tracer
+from candor.observability import API_GATEWAY_REST, logger, metrics, route_library_logs, tracer
 from candor.settings import get_settings
 
 route_library_logs()
@@ -35,7 +35,7 @@ app = create_feedback_app(deps)
 asgi = Mangum(app, lifespan="off")
 
 
-@logger.inject_lambda_context(correlation_id_path=API_GATEWAY_HTTP, clear_state=True)
+@logger.inject_lambda_context(correlation_id_path=API_GATEWAY_REST, clear_state=True)
 @tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics(capture_cold_start_metric=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:

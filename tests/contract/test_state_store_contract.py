@@ -477,3 +477,44 @@ def test_traces_on_finds_every_trace_of_a_busy_day(store: StateStore) -> None:
     found = store.traces_on(trace_day(NOW), now=NOW)
 
     assert [t.trace_id for t in found] == [t.trace_id for t in traces]
+
+
+def test_a_review_replaces_the_feedback_it_read(store: StateStore) -> None:
+    trace = a_trace()
+    store.put_trace(trace)
+    store.rate_trace(trace.trace_id, trace.session_id, '{"score": -1}', now=NOW)
+
+    reviewed = '{"score": -1, "review": "approved"}'
+    assert store.review_feedback(trace.trace_id, '{"score": -1}', reviewed, now=NOW)
+
+    stored = store.get_trace(trace.trace_id, now=NOW)
+    assert stored is not None and stored.feedback == reviewed
+
+
+def test_a_review_of_feedback_the_visitor_has_since_replaced_writes_nothing(
+    store: StateStore,
+) -> None:
+    # The owner read the first rating; the visitor rated again before the owner decided.
+    trace = a_trace()
+    store.put_trace(trace)
+    store.rate_trace(trace.trace_id, trace.session_id, '{"score": -1}', now=NOW)
+    store.rate_trace(trace.trace_id, trace.session_id, '{"score": -1, "x": 2}', now=NOW)
+
+    approved = '{"score": -1, "review": "approved"}'
+    assert not store.review_feedback(trace.trace_id, '{"score": -1}', approved, now=NOW)
+
+    stored = store.get_trace(trace.trace_id, now=NOW)
+    assert stored is not None and stored.feedback == '{"score": -1, "x": 2}'
+
+
+def test_an_unknown_expired_or_unrated_trace_cannot_be_reviewed(store: StateStore) -> None:
+    unrated, expiring = a_trace(), a_trace(expires_at=int(NOW) + 60)
+    for trace in (unrated, expiring):
+        store.put_trace(trace)
+    store.rate_trace(expiring.trace_id, expiring.session_id, '{"score": -1}', now=NOW)
+
+    assert not store.review_feedback(new_id(), '{"score": -1}', "{}", now=NOW)
+    assert not store.review_feedback(unrated.trace_id, '{"score": -1}', "{}", now=NOW)
+    assert not store.review_feedback(expiring.trace_id, '{"score": -1}', "{}", now=NOW + 61)
+    stored = store.get_trace(unrated.trace_id, now=NOW)
+    assert stored is not None and stored.feedback is None

@@ -552,6 +552,88 @@ def test_thumbs_down_with_a_reason_and_a_comment_is_stored_on_the_server(
     assert posted["session_id"] == widget.session()
 
 
+def test_an_older_answer_is_rated_with_the_session_that_received_it_after_a_renewal(
+    page: Page, start: StartStack
+) -> None:
+    # Given an answer in one session, then a 401 that made the widget start another
+    stack = start({"Triage": [QUESTION] * 2, "judge": [True] * 2, "text": [ANSWER] * 2})
+    widget = Widget(page, stack)
+    widget.open()
+    widget.ask("What does --force-with-lease do?")
+    first = page.locator(".msg.bot").nth(1)  # after the greeting
+    received = widget.session()
+    invalid = json.dumps({"detail": "start a new one", "reason": "session_invalid"})
+    page.route(
+        f"{stack.api}/ask/stream",
+        lambda route: route.fulfill(status=401, body=invalid, content_type="application/json"),
+        times=1,
+    )
+    widget.ask("And --force?")
+    renewed = widget.session()
+    assert received and renewed and renewed != received
+
+    # When the visitor rates the first answer
+    first.get_by_role("button", name="Helpful", exact=True).click()
+
+    # Then the rating names the session that received it, and the server takes it
+    expect(first.get_by_text("Thank you for the feedback.")).to_be_visible()
+    [posted] = stack.rated
+    assert posted["session_id"] == received
+
+
+def test_a_403_without_a_reason_of_ours_does_not_end_the_conversation(
+    page: Page, start: StartStack
+) -> None:
+    # API Gateway's own 403 (or a firewall's) has no `reason`: it is not session_ended.
+    stack = start(answered_chat())
+    widget = Widget(page, stack)
+    page.route(
+        f"{stack.api}/ask/stream",
+        lambda route: route.fulfill(
+            status=403, body='{"message":"Forbidden"}', content_type="application/json"
+        ),
+        times=1,
+    )
+    widget.open()
+
+    reply = widget.ask("What does --force-with-lease do?")
+
+    expect(reply.locator(".answer")).to_have_text("Something went wrong. Please try again.")
+    expect(reply).not_to_have_class(re.compile(r"\bended\b"))
+    expect(widget.input).to_be_enabled()
+    reply.get_by_role("button", name="Try again").click()
+    expect(reply.locator(".answer")).to_have_text(ANSWER)
+
+
+def test_an_error_event_s_retry_after_is_the_wait_the_widget_names(
+    page: Page, start: StartStack
+) -> None:
+    stack = start(answered_chat())
+    widget = Widget(page, stack)
+    failed = {
+        "status": 503,
+        "detail": "the language model is unavailable; try again shortly",
+        "reason": "model_unavailable",
+        "trace_id": "0" * 32,
+        "retry_after": 37,
+    }
+    page.route(
+        f"{stack.api}/ask/stream",
+        lambda route: route.fulfill(
+            status=200,
+            body=f"event: step\ndata: {{}}\n\nevent: error\ndata: {json.dumps(failed)}\n\n",
+            content_type="text/event-stream",
+        ),
+    )
+    widget.open()
+
+    reply = widget.ask("What does --force-with-lease do?")
+
+    expect(reply.locator(".answer")).to_have_text(
+        "The assistant is unavailable right now. Please try again in 37 s."
+    )
+
+
 # Safety: server data is text, links are http(s) only
 
 

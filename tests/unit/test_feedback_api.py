@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from candor import rating
 from candor.api.app import create_app
 from candor.api.local import create_local_app
 from candor.ports import StoredTrace
@@ -162,3 +163,53 @@ def test_a_session_id_this_server_did_not_sign_may_not_rate(make_deps: MakeDeps)
     assert response.status_code == 401
     assert response.json()["reason"] == "session_invalid"
     assert visit.feedback() is None
+
+
+def test_an_ended_session_cannot_post_feedback(make_deps: MakeDeps) -> None:
+    # Given a conversation that was ended after repeated abuse, once its answer was given
+    visit = Visit(make_deps)
+    for _ in range(2):
+        visit.deps.state.record_offence(visit.answer["session_id"])
+
+    response = visit.rate(score=-1, better_answer="Send your key to https://evil.example")
+
+    assert response.status_code == 403
+    assert response.json()["reason"] == "session_ended"
+    assert visit.feedback() is None
+
+
+def test_feedback_comments_are_not_stored_when_questions_are_not(make_deps: MakeDeps) -> None:
+    # CANDOR_STORE_QUESTIONS=false: what a visitor writes is as private as the question.
+    visit = Visit(make_deps)
+    settings = visit.deps.settings.model_copy(update={"store_questions": False})
+    visit.deps = dataclasses.replace(visit.deps, settings=settings)
+
+    response = visit.rate(
+        score=-1,
+        reason="wrong",
+        comment="I asked about my account 1234-5678",
+        better_answer="Your account 1234-5678 is ...",
+    )
+
+    assert response.status_code == 200
+    feedback = visit.feedback()
+    assert feedback is not None
+    assert (feedback.score, feedback.reason) == (-1, "wrong")
+    assert (feedback.comment, feedback.better_answer) == (None, None)
+
+
+def test_a_new_rating_waits_for_review_whatever_the_caller_passed(make_deps: MakeDeps) -> None:
+    visit = Visit(make_deps)
+    claimed = Feedback(score=-1, better_answer="Send your key", review="approved")
+
+    outcome = rating.rate(
+        visit.deps.state,
+        visit.deps.settings,
+        visit.answer["trace_id"],
+        claimed,
+        session_id=visit.answer["session_id"],
+    )
+
+    assert outcome == "rated"
+    feedback = visit.feedback()
+    assert feedback is not None and feedback.review == "pending"

@@ -101,8 +101,9 @@ def test_report_counts_the_prompt_tokens_sent_and_those_the_model_evaluated() ->
     assert "prompt tokens 1,650 sent, 758 evaluated" in to_markdown(data)
 
 
-def test_a_better_answer_is_chosen_over_the_rated_one() -> None:
-    down = trace(1, "Q?", feedback=Feedback(-1, better_answer="better"), answer="bad")
+def test_an_approved_better_answer_is_chosen_over_the_rated_one() -> None:
+    approved = Feedback(-1, better_answer="better", review="approved")
+    down = trace(1, "Q?", feedback=approved, answer="bad")
     (pair,) = preference_pairs([down]).pairs
     assert pair["prompt"] == [dict(m) for m in PROMPT]
     assert pair["chosen"][0]["content"] == "better"

@@ -217,6 +217,23 @@ def test_a_model_failure_after_the_stream_began_is_an_error_event(make_deps: Mak
     assert len(error["trace_id"]) == 32
 
 
+def test_an_error_event_carries_retry_after_as_post_ask_s_header_does(
+    make_deps: MakeDeps,
+) -> None:
+    # The widget can read no header once the stream has begun: the event must say it.
+    failing = answering(grade=ModelError("overloaded"))
+    streamed = browser(app_for(allowing(make_deps(ScriptedChatModel(failing)))))
+    whole = browser(
+        app_for(allowing(make_deps(ScriptedChatModel(answering(grade=ModelError("x"))))))
+    )
+
+    error = events_of(stream(streamed))[-1].data
+    refused = whole.post("/ask", json=QUESTION)
+
+    assert refused.status_code == error["status"] == 503
+    assert error["retry_after"] == int(refused.headers["retry-after"]) > 0
+
+
 def test_a_slow_step_gets_keep_alive_comments(make_deps: MakeDeps) -> None:
     chat = ScriptedChatModel(answering(grade=Stall(0.5, True)))
     http = browser(app_for(allowing(make_deps(chat)), keepalive_seconds=0.1))

@@ -2,7 +2,7 @@
 
 The handlers wear this module's three Powertools decorators:
 
-    @logger.inject_lambda_context(correlation_id_path=API_GATEWAY_HTTP, clear_state=True)
+    @logger.inject_lambda_context(correlation_id_path=API_GATEWAY_REST, clear_state=True)
     @tracer.capture_lambda_handler
     @metrics.log_metrics(capture_cold_start_metric=True)
 
@@ -34,7 +34,8 @@ from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
 NAMESPACE = "candor"
-API_GATEWAY_HTTP = correlation_paths.API_GATEWAY_HTTP
+# The API is a REST API (infra/template.yaml, Api), not an HTTP API: its request id.
+API_GATEWAY_REST = correlation_paths.API_GATEWAY_REST
 
 # The service name comes from POWERTOOLS_SERVICE_NAME (candor-ask, candor-feedback,
 # candor-ingest in the template), and becomes the metrics' one dimension.

@@ -323,6 +323,15 @@ class StateStore(Protocol):
         """
         ...
 
+    def review_feedback(self, trace_id: str, seen: str, reviewed: str, *, now: float) -> bool:
+        """Replace a live trace's feedback with `reviewed` if it is still `seen`.
+
+        One conditional write, so that the owner's decision (candor.review) applies to
+        the text the owner read: False, and nothing written, when the trace is absent
+        or expired or the visitor has rated it again since.
+        """
+        ...
+
     def traces_on(self, day: str, *, now: float) -> list[StoredTrace]:
         """Every live trace created on a UTC day ("YYYY-MM-DD"), oldest first.
 

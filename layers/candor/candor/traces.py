@@ -13,7 +13,9 @@ CANDOR_TRACE_TTL_DAYS. Storing it never
 fails the answer: a failure is logged and counted.
 
 Feedback (`POST /feedback`, `candor.rating.rate`) attaches to a stored trace: only the session
-that asked may rate it, and a second rating replaces the first.
+that asked may rate it, and a second rating replaces the first. What a visitor writes
+(a comment, a better answer) is untrusted text: it waits for the owner's review
+(`candor feedback review`, candor.review) before `candor export-dpo` may use it.
 """
 
 from __future__ import annotations
@@ -51,6 +53,8 @@ logger = logging.getLogger(__name__)
 Score = Literal[-1, 1]
 Reason = Literal["wrong", "not_found", "incomplete", "other"]
 REASONS: tuple[Reason, ...] = get_args(Reason)
+# The owner's decision on what a visitor wrote; a new rating starts "pending" again.
+Review = Literal["pending", "approved", "rejected"]
 COMMENT_MAX_CHARS = 1000
 BETTER_ANSWER_MAX_CHARS = 4000
 
@@ -64,6 +68,13 @@ class Feedback:
     comment: str | None = None
     better_answer: str | None = None
     rated_at: float = 0.0
+    # Ratings stored before reviews were recorded have none: they read as pending.
+    review: Review = "pending"
+
+    @property
+    def has_text(self) -> bool:
+        """Whether the visitor wrote anything (which then needs the owner's review)."""
+        return bool(self.comment or self.better_answer)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -265,12 +276,17 @@ async def record(
         observability.record_request(trace)
 
 
-def traces_since(state: StateStore, days: int, *, now: float | None = None) -> list[Trace]:
-    """Every live trace of the last `days` UTC days, today included, oldest first."""
+def stored_since(state: StateStore, days: int, *, now: float | None = None) -> list[StoredTrace]:
+    """Every live trace of the last `days` UTC days, today included, oldest first, as stored."""
     now = time.time() if now is None else now
     today = datetime.fromtimestamp(now, UTC).date()
-    found: list[Trace] = []
+    found: list[StoredTrace] = []
     for back in range(days - 1, -1, -1):
         day = (today - timedelta(days=back)).isoformat()
-        found.extend(Trace.from_stored(stored) for stored in state.traces_on(day, now=now))
+        found.extend(state.traces_on(day, now=now))
     return found
+
+
+def traces_since(state: StateStore, days: int, *, now: float | None = None) -> list[Trace]:
+    """Every live trace of the last `days` UTC days, today included, oldest first."""
+    return [Trace.from_stored(stored) for stored in stored_since(state, days, now=now)]

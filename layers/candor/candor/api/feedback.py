@@ -3,7 +3,8 @@
 The router is mounted by `candor serve` beside /ask, and alone by the feedback
 function, whose app is built by `create_app` like every other so that the same
 guards and error handlers apply. Its rate limits are those of /ask (the same
-windows: a rating counts as a request). No model is called.
+windows: a rating counts as a request), and a session that was ended may not rate
+(403 `session_ended`, as on /ask). No model is called.
 """
 
 from __future__ import annotations
@@ -79,7 +80,8 @@ feedback_router = APIRouter(tags=["feedback"])
         **EDGE_RESPONSES,
         403: {
             "model": ErrorResponse,
-            "description": "Another session asked this question, or the Origin is not allowed.",
+            "description": "Another session asked this question, the session was ended "
+            "(reason `session_ended`), or the Origin is not allowed.",
         },
         404: {"model": ErrorResponse, "description": "No such trace, or it has expired."},
         401: {
@@ -92,7 +94,11 @@ feedback_router = APIRouter(tags=["feedback"])
 async def feedback(
     body: FeedbackRequest, request: Request, deps: FeedbackDepsDep
 ) -> FeedbackResponse:
-    """Rate an answer. A second rating of the same answer replaces the first."""
+    """Rate an answer. A second rating of the same answer replaces the first.
+
+    A comment and a better answer are kept only with CANDOR_STORE_QUESTIONS=true, and
+    only the owner's review (`candor feedback review`) makes a better answer training data.
+    """
     # Only a session id this server signed may rate (401 session_invalid otherwise),
     # and only the answers that session was given (403).
     edge: Edge = request.app.state.edge_provider()

@@ -3,7 +3,8 @@
     event: step    data: {"node": "grade", "ms": 812.4}      a node finished
     event: token   data: {"text": " the"}                    a piece of the reply
     event: done    data: {...}                               exactly POST /ask's JSON
-    event: error   data: {"status": 503, "detail": ..., "reason": ..., "trace_id": ...}
+    event: error   data: {"status": 503, "detail": ..., "reason": ..., "trace_id": ...,
+                          "retry_after": 10}         retry_after: when the status has one
 
 `done` or `error` ends the stream. The reply's tokens are the model's text as
 the runner lets it out, cleaned by the rules of the final answer (no pasted
@@ -45,7 +46,8 @@ EVENT_SCHEMA: dict[str, object] = {
             "type": "string",
             "contentMediaType": "application/json",
             "description": 'JSON. step: {"node", "ms"}; token: {"text"}; done: the POST /ask '
-            'response; error: {"status", "detail", "reason", "trace_id"}.',
+            'response; error: {"status", "detail", "reason", "trace_id"} and, when the '
+            'error has a Retry-After, "retry_after" (whole seconds).',
         },
     },
 }
@@ -78,4 +80,7 @@ async def server_sent_events(
                     yield KEEPALIVE
     except Exception as error:  # after the status line: the same table, as an event
         public = errors.public_error(error, prepared.trace_id)
-        yield frame("error", {"status": public.status, **public.body})
+        data: dict[str, object] = {"status": public.status, **public.body}
+        if "Retry-After" in public.headers:  # the header went out with the status line
+            data["retry_after"] = int(public.headers["Retry-After"])
+        yield frame("error", data)

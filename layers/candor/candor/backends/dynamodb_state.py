@@ -21,8 +21,8 @@ is one Query per shard, never a Scan.
 
 DynamoDB deletes expired items up to days late, so reads check `expires_at`
 themselves. The functions call only GetItem and UpdateItem: the template grants
-exactly those. Only `traces_on` (the owner's `candor insights`, with the owner's
-credentials) calls Query.
+exactly those. Only `traces_on` (the owner's `candor insights`, `export-dpo` and
+`feedback review`, with the owner's credentials) calls Query.
 """
 
 from __future__ import annotations
@@ -319,6 +319,19 @@ class DynamoDBStateStore:
         if rated:
             return "rated"
         return "forbidden" if self.get_trace(trace_id, now=now) else "unknown"
+
+    def review_feedback(self, trace_id: str, seen: str, reviewed: str, *, now: float) -> bool:
+        return self._update_if(
+            _key(f"trace#{trace_id}", "trace"),
+            "SET #feedback = :reviewed",
+            "#feedback = :seen AND #expires > :now",
+            names={"#feedback": "feedback", "#expires": "expires_at"},
+            values={
+                ":reviewed": _s(reviewed),
+                ":seen": _s(seen),
+                ":now": _n(Decimal(str(round(now, 3)))),
+            },
+        )
 
     def traces_on(self, day: str, *, now: float) -> list[StoredTrace]:
         traces: list[StoredTrace] = []

@@ -357,6 +357,17 @@ class SqliteStateStore:
         # Nothing was written; a read tells the two refusals apart.
         return "forbidden" if self.get_trace(trace_id, now=now) else "unknown"
 
+    def review_feedback(self, trace_id: str, seen: str, reviewed: str, *, now: float) -> bool:
+        row = self._write(
+            """
+            UPDATE traces SET feedback = ?
+            WHERE trace_id = ? AND feedback = ? AND expires_at > ?
+            RETURNING trace_id
+            """,
+            (reviewed, trace_id, seen, now),
+        )
+        return row is not None
+
     def traces_on(self, day: str, *, now: float) -> list[StoredTrace]:
         with self._locked():
             rows = self._db.execute(

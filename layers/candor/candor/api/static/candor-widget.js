@@ -552,7 +552,9 @@ textarea:disabled { background: #f1f3f4; }
       ? result.citations : [];
     if (citations.length) reply.bubble.append(sources(citations));
     if (result.trace_id && (decision === "answered" || decision === "declined")) {
-      reply.bubble.append(feedback(result.trace_id));
+      // Only the session that received an answer may rate it: keep that one, not the
+      // current one, which a renewal (401) may since have replaced.
+      reply.bubble.append(feedback(result.trace_id, result.session_id || session));
     }
     announce(t("reply", { text: reply.body.textContent }));
     scrollDown();
@@ -578,7 +580,7 @@ textarea:disabled { background: #f1f3f4; }
     return list;
   }
 
-  function feedback(traceId) {
+  function feedback(traceId, sessionId) {
     const note = el("span", { class: "small", role: "status" });
     const up = el("button", { class: "btn", type: "button", "aria-pressed": "false",
       "aria-label": text.helpful }, [icon(THUMB)]);
@@ -602,7 +604,7 @@ textarea:disabled { background: #f1f3f4; }
     const rate = async (score, reason, remark) => {
       up.setAttribute("aria-pressed", String(score === 1));
       down.setAttribute("aria-pressed", String(score === -1));
-      const body = { trace_id: traceId, session_id: session, score };
+      const body = { trace_id: traceId, session_id: sessionId, score };
       if (reason) body.reason = reason;
       if (remark) body.comment = remark;
       try {
@@ -639,11 +641,13 @@ textarea:disabled { background: #f1f3f4; }
     let key = "failed";
     let retry = true;
     if (status === 0) key = "network";
-    else if (status === 403 && (problem.reason === "session_ended" || !problem.reason)) {
+    else if (status === 403 && problem.reason === "session_ended") {
       key = "ended";
       retry = false;
       endConversation();
-    } else if (status === 403) [key, retry] = ["refused", false];
+    } else if (status === 403 && problem.reason) [key, retry] = ["refused", false];
+    // A 403 with no reason of ours is API Gateway's or a firewall's own: the
+    // conversation is not over, and another try may pass.
     else if (status === 429) [key, retry] = ["rateLimited", false];
     else if (status === 503 && problem.reason === "budget_exhausted") [key, retry] = ["budget", false];
     else if (status === 503) key = "unavailable";
