@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from candor import guards, service
+from candor import billing, guards, service
 from candor.backends.hashing_embedder import HashingEmbedder
 from candor.backends.openai_chat import OpenAIChatModel
 from candor.backends.openai_embedder import OpenAIEmbedder
@@ -28,8 +28,10 @@ from candor.backends.sqlite_index import SqliteVectorIndex
 from candor.backends.sqlite_state import SqliteStateStore
 from candor.deps import Deps
 from candor.errors import DeadlineExceededError, ModelError
+from candor.graph.schemas import Triage
 from candor.ports import Embedder
 from candor.settings import DEFAULT_PRICES, Settings
+from candor.types import Message, Usage
 from tests.conftest import PASSAGES
 from tests.support.openai_server import Reply, RunningOpenAI, serve
 
@@ -230,3 +232,37 @@ def test_an_embedding_attempt_that_timed_out_is_charged_before_its_retry(
     words = sum(len(text.split()) for text in sent)
     chat_bill = billed((400, 9), (700, 1), (600, 20))
     assert spent >= chat_bill + guards.usd(price.cost(words, 0))
+
+
+@pytest.mark.parametrize(("room", "attempts"), [(1.5, 1), (2.5, 2)])
+def test_an_attempt_that_timed_out_is_retried_only_if_the_reservation_covers_another(
+    server: RunningOpenAI, room: float, attempts: int
+) -> None:
+    # Every attempt outlasts its timeout and may be billed at the call's bound: with
+    # room for one and a half such attempts, none is retried; with two and a half, one.
+    server.fake.chat.extend(Reply(content=TRIAGE, delay=1.0) for _ in range(3))
+    model = OpenAIChatModel(
+        model=CHAT,
+        api_key="sk-test",
+        price=PRICE,
+        base_url=server.base_url,
+        timeout=0.3,
+        max_retries=2,
+    )
+    model.client()
+    bound = Usage(1_000, 128, 0.001)
+    meter = billing.Meter(allowance=room * bound.cost_usd)
+    messages: list[Message] = [{"role": "user", "content": QUESTION}]
+
+    async def call() -> None:
+        await model.structured(messages, Triage)
+
+    with billing.metering(meter):
+        bill = meter.open(bound, "a triage")
+        with pytest.raises(ModelError):
+            asyncio.run(call())
+        meter.close(bill, None)
+
+    assert len(server.fake.bodies("/v1/chat/completions")) == attempts
+    assert meter.usage.cost_usd == pytest.approx(attempts * bound.cost_usd)
+    assert meter.usage.cost_usd <= meter.allowance  # type: ignore[operator]
