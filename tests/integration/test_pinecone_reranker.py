@@ -20,6 +20,7 @@ from candor.backends.pinecone_reranker import (
     PineconeReranker,
     rerank_cost_upper_bound,
 )
+from candor.deps import Deps
 from candor.errors import ConfigurationError, ModelError
 from candor.factory import build_reranker
 from candor.results import AskResult
@@ -145,6 +146,31 @@ def test_no_passages_make_no_request(server: pinecone_server.RunningInference) -
 
 
 # -- in the graph and the budget ---------------------------------------------------
+
+
+def test_a_rerank_that_timed_out_is_charged_the_unit_it_may_have_been_billed(
+    server: pinecone_server.RunningInference, make_deps: MakeDeps
+) -> None:
+    from pinecone import Pinecone, RetryConfig
+
+    # The first reranking outlasts its timeout: Pinecone may bill its unit all the same.
+    server.inference.delays.append(1.0)
+    client = Pinecone(
+        api_key="test-key", host=server.url, timeout=0.3, retry_config=RetryConfig(max_retries=0)
+    )
+    timed_out = PineconeReranker(client.inference, model="bge-reranker-v2-m3", price_per_unit=PRICE)
+
+    def pinecone_deps(chat: ScriptedChatModel) -> Deps:
+        deps = make_deps(chat)  # with settings that say so, as in production
+        return dataclasses.replace(
+            deps, settings=deps.settings.model_copy(update={"reranker_backend": "pinecone"})
+        )
+
+    result = ask_twice_unanswerable(pinecone_deps, timed_out)
+
+    retrieves = [step for step in result.trace if step.node == "retrieve"]
+    assert len(server.inference.reranks) == 2  # both were received, and billed
+    assert [step.cost_usd for step in retrieves] == [pytest.approx(PRICE)] * 2
 
 
 def ask_twice_unanswerable(deps_for: MakeDeps, reranker: PineconeReranker) -> AskResult:

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from candor import billing
 from candor.backends.sqlite_state import SqliteStateStore
 from candor.errors import ModelError
 from candor.ports import Judged, RateDecision, Structured, Text, TextPiece, read_text
@@ -46,6 +47,16 @@ class Streamed:
     fail: Exception | None = None
 
 
+@dataclass(frozen=True)
+class NotSent:
+    """A script item: the call fails before its request leaves (no time left for it,
+    no connection), as the OpenAI adapter reports it on the call's bill
+    (candor.billing): nothing to charge. A plain exception in a script is a call
+    that failed after it was sent, with no reply saying what it cost."""
+
+    error: Exception
+
+
 def words(text: str) -> tuple[str, ...]:
     """`text` in the pieces a model would stream: each word with the spaces after it."""
     return tuple(re.findall(r"\s*\S+\s*", text)) or (text,)
@@ -73,6 +84,11 @@ class ScriptedChatModel:
         if not queue:
             raise AssertionError(f"unexpected {kind} call: {messages[-1]['content'][:200]!r}")
         item = queue.popleft()
+        if isinstance(item, NotSent):
+            bill = billing.current()
+            if bill is not None:
+                bill.track()  # and records no attempt
+            raise item.error
         if isinstance(item, Exception):
             raise item
         return item

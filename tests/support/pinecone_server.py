@@ -26,6 +26,7 @@ import base64
 import json
 import math
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -281,6 +282,8 @@ class FakeInference:
     reranks: list[RerankCall] = field(default_factory=list)
     # Status codes to answer the next requests with, for failure tests.
     failures: list[int] = field(default_factory=list)
+    # Seconds to hold the next replies back, for timeout tests (answered all the same).
+    delays: list[float] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def rerank(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -427,6 +430,11 @@ class _Handler(BaseHTTPRequestHandler):
                 query = parse_qs(url.query)
                 response, items = self._route(method, url.path, body, query)
                 backend.calls.append(Call(method, url.path, length, items))
+                delay = 0.0
+                if isinstance(backend, FakeInference) and backend.delays:
+                    delay = backend.delays.pop(0)
+            if delay:
+                time.sleep(delay)
             self._send(200, response)
         except ApiError as e:
             self._send(e.status, {"code": 3, "message": str(e), "details": []})

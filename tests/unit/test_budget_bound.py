@@ -1,17 +1,22 @@
 """The budget reservation is an upper bound: a property test over questions and settings.
 
-Every request takes the worst path (triage flags the message and moderation
-clears it, every retrieval attempt is used, the answer comes last) against a
-model that reports true usage: a token per UTF-8 byte of its input, and every
-call at its max_tokens. Query embeddings are priced too. The reservation is read
-from the ledger while the request runs, not recomputed: whatever the formula,
-what a request is charged never exceeds what it held, what it is charged is
-what it spent, and the day's ledger never passes its cap.
+Every request takes the true worst path (triage flags the message and moderation
+clears it, every retrieval attempt is used, the first answer holds no sentence so
+the answer is asked again: every call slot) against a model that bills as a
+provider would at most: a token per UTF-8 byte of each message's role and content,
+OpenAI's framing of each message and reply, the JSON schema of a structured call,
+and every call at its max_tokens. Query embeddings are priced too. One call may
+fail at a drawn point: before it is sent (nothing billed), after it is billed (its
+usage reported, then an error), or mid-reply (billed, no usage ever reported), as
+the OpenAI adapter reports them on the call's bill (candor.billing). The
+reservation is read from the ledger while the request runs, not recomputed:
+reserved >= charged >= billed, and the day's ledger never passes its cap.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -25,12 +30,12 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from candor import guards, service
+from candor import billing, guards, service
 from candor.backends.hashing_embedder import HashingEmbedder
 from candor.backends.sqlite_index import SqliteVectorIndex
 from candor.backends.sqlite_state import SqliteStateStore
 from candor.deps import Deps
-from candor.errors import BudgetExhaustedError
+from candor.errors import BudgetExhaustedError, ModelError
 from candor.ports import Judged, Structured, Text, TextPiece, Turn, Vectors, read_text
 from candor.settings import DEFAULT_PRICES, Settings
 from candor.types import Chunk, Message, Usage
@@ -59,32 +64,75 @@ class Spend:
         self.dollars += guards.usd(cost)
 
 
+# OpenAI's framing: about 3 tokens a message and 3 priming the reply; counted high.
+PER_MESSAGE_TOKENS = 4
+PER_CALL_TOKENS = 3
+FAILS = ("before_send", "after_billed", "mid_reply")
+
+
 @dataclass
 class TrueUsageModel:
-    """A ChatModel answering from a script, reporting the most a real call could be billed."""
+    """A ChatModel answering from a script, billing the most a real call could be billed.
+
+    `fail_at` (a call's index) fails that call at `fail_how`, recorded on its bill
+    as the OpenAI adapter records its attempts.
+    """
 
     script: ScriptedChatModel
     spend: Spend
     before_call: Callable[[], None]
+    fail_at: int | None = None
+    fail_how: str = "before_send"
     name: str = "true-usage"
+    calls: int = 0
 
-    def _usage(self, messages: Sequence[Message], max_tokens: int) -> Usage:
-        tokens_in = sum(utf8(m["content"]) for m in messages)
+    def _billed(
+        self, messages: Sequence[Message], max_tokens: int, schema: type[BaseModel] | None = None
+    ) -> Usage:
+        tokens_in = PER_CALL_TOKENS + sum(
+            utf8(m["role"]) + utf8(m["content"]) + PER_MESSAGE_TOKENS for m in messages
+        )
+        if schema is not None:
+            tokens_in += utf8(json.dumps(schema.model_json_schema()))
         cost = CHAT_PRICE.cost(tokens_in, max_tokens)
         self.spend.add(cost)
         return Usage(tokens_in, max_tokens, cost)
 
+    def _send(
+        self, messages: Sequence[Message], max_tokens: int, schema: type[BaseModel] | None = None
+    ) -> Usage | None:
+        """The call goes out: its bill, or the drawn failure. None: billed, no usage yet."""
+        self.before_call()
+        index, self.calls = self.calls, self.calls + 1
+        bill = billing.current()
+        assert bill is not None
+        bill.track()
+        failing = index == self.fail_at
+        if failing and self.fail_how == "before_send":
+            raise ModelError("no time left for the call")
+        bill.sent()
+        usage = self._billed(messages, max_tokens, schema)
+        if failing and self.fail_how == "after_billed":
+            bill.replied(usage)
+            raise ModelError("a reply cut at max_tokens")
+        if failing:  # mid_reply: billed, and no reply will say so
+            raise ModelError("the connection broke")
+        bill.replied(usage)
+        return usage
+
     async def structured(
         self, messages: Sequence[Message], schema: type[M], *, max_tokens: int = 128
     ) -> Structured[M]:
-        self.before_call()
+        usage = self._send(messages, max_tokens, schema)
         result = await self.script.structured(messages, schema, max_tokens=max_tokens)
-        return Structured(result.value, self._usage(messages, max_tokens))
+        assert usage is not None
+        return Structured(result.value, usage)
 
     async def judge(self, messages: Sequence[Message], options: Sequence[str]) -> Judged:
-        self.before_call()
+        usage = self._send(messages, 1)
         result = await self.script.judge(messages, options)
-        return Judged(result.probabilities, self._usage(messages, 1))
+        assert usage is not None
+        return Judged(result.probabilities, usage)
 
     async def text(self, messages: Sequence[Message], *, max_tokens: int = 256) -> Text:
         return await read_text(self.stream(messages, max_tokens=max_tokens))
@@ -92,9 +140,9 @@ class TrueUsageModel:
     async def stream(
         self, messages: Sequence[Message], *, max_tokens: int = 256
     ) -> AsyncIterator[TextPiece]:
-        self.before_call()
+        usage = self._send(messages, max_tokens)
         async for piece in self.script.stream(messages, max_tokens=max_tokens):
-            yield self._usage(messages, max_tokens) if isinstance(piece, Usage) else piece
+            yield usage if isinstance(piece, Usage) and usage is not None else piece
 
 
 @dataclass
@@ -145,6 +193,8 @@ class Case:
     passage_chars: int
     answer_max_tokens: int
     cap: Decimal
+    fail_at: int | None  # which call fails, if one does
+    fail_how: str
 
 
 cases = st.builds(
@@ -157,6 +207,8 @@ cases = st.builds(
     passage_chars=st.integers(100, 1_500),
     answer_max_tokens=st.integers(16, 2_048),
     cap=st.decimals(Decimal("0.05"), Decimal("1"), places=4),
+    fail_at=st.one_of(st.none(), st.integers(0, 7)),
+    fail_how=st.sampled_from(FAILS),
 )
 
 
@@ -169,7 +221,8 @@ def worst_path(case: Case) -> dict[str, list[Any]]:
         "Moderation": [{"insulting": False}],
         "judge": [False] * (attempts - 1) + [True],
         "Rewrite": rewrites,
-        "text": [f"It refuses unseen work {case.question[:50]} [1]."],
+        # A marker alone holds no sentence: the answer is asked again (the seventh call).
+        "text": ["[1]", f"It refuses unseen work {case.question[:50]} [1]."],
     }
 
 
@@ -223,19 +276,28 @@ def test_a_request_is_never_charged_more_than_it_reserved_and_the_ledger_stays_u
                 )
                 before, spent_before = state.budget_spent(ledger), spend.dollars
                 held.clear()
-                model = TrueUsageModel(ScriptedChatModel(worst_path(case)), spend, before_call)
+                model = TrueUsageModel(
+                    ScriptedChatModel(worst_path(case)),
+                    spend,
+                    before_call,
+                    fail_at=case.fail_at,
+                    fail_how=case.fail_how,
+                )
                 deps = Deps(config, model, embedder, index, None, state)
                 try:
                     asyncio.run(service.ask(deps, case.question, session_id="s" * 16))
+                except ModelError:
+                    event(f"failed {case.fail_how}")
                 except BudgetExhaustedError:
                     event(f"refused after {served} served")
                     assert not held, "a refused request made a model call"
                     assert state.budget_spent(ledger) == before
                     break
+                event(f"{model.calls} calls")
                 reserved = held[0] - before
                 charged = state.budget_spent(ledger) - before
-                # Every call is charged (the ledger rounds the sum, the fakes each call).
-                assert abs(charged - (spend.dollars - spent_before)) <= Decimal("1e-7")
+                # Every billed call is charged (the ledger rounds the sum, the fakes each call).
+                assert charged >= spend.dollars - spent_before - Decimal("1e-7")
                 assert charged <= reserved
                 event(f"charged/reserved {float(charged / reserved):.1f}")
                 assert state.budget_spent(ledger) <= case.cap

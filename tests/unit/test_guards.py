@@ -24,7 +24,7 @@ from candor.errors import ModelError
 from candor.settings import Settings
 from tests.conftest import MakeDeps
 from tests.support.edge import ORIGIN, SESSION_SECRET, allowing, browser
-from tests.support.fakes import ScriptedChatModel
+from tests.support.fakes import NotSent, ScriptedChatModel
 from tests.support.lambda_ import set_header
 
 pytestmark = pytest.mark.unit
@@ -194,8 +194,12 @@ def test_the_ledger_is_trued_up_to_the_cost_in_the_trace(make_deps: MakeDeps) ->
     assert today_spent(deps) == Decimal("0.003")
 
 
-def test_a_request_that_fails_before_spending_is_refunded_in_full(make_deps: MakeDeps) -> None:
-    chat = ScriptedChatModel({"Triage": [ModelError("timed out")]}, cost_per_call=0.001)
+def test_a_request_that_fails_before_sending_anything_is_refunded_in_full(
+    make_deps: MakeDeps,
+) -> None:
+    chat = ScriptedChatModel(
+        {"Triage": [NotSent(ModelError("no time left for it"))]}, cost_per_call=0.001
+    )
     deps = guarded(make_deps, chat)
 
     response = http(deps).post("/ask", json={"question": QUESTION})
@@ -206,13 +210,30 @@ def test_a_request_that_fails_before_spending_is_refunded_in_full(make_deps: Mak
 
 def test_a_request_that_fails_halfway_is_charged_what_it_spent(make_deps: MakeDeps) -> None:
     chat = ScriptedChatModel(
-        {"Triage": [ANSWERABLE], "judge": [ModelError("timed out")]}, cost_per_call=0.001
+        {"Triage": [ANSWERABLE], "judge": [NotSent(ModelError("no connection"))]},
+        cost_per_call=0.001,
     )
     deps = guarded(make_deps, chat)
 
     http(deps).post("/ask", json={"question": QUESTION})
 
     assert today_spent(deps) == Decimal("0.001")
+
+
+def test_a_call_that_failed_after_it_was_sent_is_charged_its_bound_within_the_reservation(
+    make_deps: MakeDeps,
+) -> None:
+    # A timeout after the request left: the provider may bill it, and no reply said
+    # what it cost, so it is charged the most it could cost (candor.billing).
+    chat = ScriptedChatModel(
+        {"Triage": [ANSWERABLE], "judge": [ModelError("timed out")]}, cost_per_call=0.001
+    )
+    deps = guarded(make_deps, chat)
+    held = guards.reservation_usd(deps.settings, chat.name, deps.embedder)
+
+    http(deps).post("/ask", json={"question": QUESTION})
+
+    assert Decimal("0.001") < today_spent(deps) <= held
 
 
 # The answer cache.

@@ -6,7 +6,8 @@ import pytest
 
 from candor import packing
 from candor.backends.hashing_embedder import HashingEmbedder
-from candor.graph.runner import Meter, MeteredEmbedder
+from candor.billing import Meter
+from candor.graph.runner import MeteredEmbedder
 
 pytestmark = pytest.mark.unit
 

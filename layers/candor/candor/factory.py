@@ -132,9 +132,13 @@ def build_state(settings: Settings) -> StateStore:
             raise ConfigurationError(f"state backend {other!r} is not available yet")
 
 
-def pinecone_client(settings: Settings) -> Any:
-    """A Pinecone client with the configured key; it makes no call until used."""
-    from pinecone import Pinecone
+def pinecone_client(settings: Settings, *, retries: bool = True) -> Any:
+    """A Pinecone client with the configured key; it makes no call until used.
+
+    `retries=False`: the SDK retries nothing itself, not even a timed-out request
+    that may have been billed (candor.billing), which the budget would not see.
+    """
+    from pinecone import Pinecone, RetryConfig
 
     key = api_key(
         "pinecone",
@@ -143,8 +147,9 @@ def pinecone_client(settings: Settings) -> Any:
         environment="PINECONE_API_KEY",
         region=settings.aws_region,
     )
-    # The timeout bounds each attempt; the SDK retries 5xx and 429 itself.
-    return Pinecone(api_key=key, timeout=settings.pinecone_timeout_seconds)
+    # The timeout bounds each attempt; the SDK retries 5xx, 429 and lost connections itself.
+    retry = None if retries else RetryConfig(max_retries=0)
+    return Pinecone(api_key=key, timeout=settings.pinecone_timeout_seconds, retry_config=retry)
 
 
 def build_reranker(settings: Settings) -> Reranker | None:
@@ -154,8 +159,10 @@ def build_reranker(settings: Settings) -> Reranker | None:
         case "pinecone":
             from candor.backends.pinecone_reranker import PineconeReranker
 
+            # One request per reranking, as the reservation counts: a busy or slow
+            # reranker keeps the fused order rather than being retried.
             return PineconeReranker(
-                pinecone_client(settings).inference,
+                pinecone_client(settings, retries=False).inference,
                 model=settings.rerank_model,
                 price_per_unit=settings.rerank_price(settings.rerank_model),
             )

@@ -14,8 +14,8 @@ from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
+from candor import billing, guards, traces
 from candor import deadline as deadlines
-from candor import guards, traces
 from candor.deps import Deps
 from candor.errors import SessionEndedError
 from candor.graph import nodes, runner
@@ -208,9 +208,13 @@ async def prepare(
 
     async def answer_from_graph(emit: runner.Emit) -> AskResult:
         # The meter sees every model call and embedding, also those of a run that
-        # fails halfway, runs out of time or is cancelled, so the true-up charges
-        # what was spent: the trace's costs, or less on failure.
-        meter = runner.Meter()
+        # fails halfway, runs out of time or is cancelled: a call that was sent is
+        # charged what the provider reported, or its bound where nothing did
+        # (candor.billing), so the true-up charges no less than was billed. It admits
+        # only calls the computed reservation still covers (retries of attempts that
+        # may have been billed count against it); one set by hand is not enforced.
+        allowance = float(amount) if settings.budget_reserve_usd is None else None
+        meter = billing.Meter(allowance)
         try:
             final = await runner.run(
                 GraphState(

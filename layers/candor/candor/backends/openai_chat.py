@@ -8,7 +8,11 @@ streamed (server-sent events, with `include_usage` so that the last chunk report
 the tokens). Every call reports its tokens, priced from the settings' price table,
 and the prompt tokens OpenAI did not read from its prompt cache
 (`Usage.tokens_evaluated`). The price counts every prompt token at the input
-price: an upper bound, since cached ones are billed at a discount.
+price: an upper bound, since cached ones are billed at a discount. A reply that
+is of no use (cut at max_tokens, refused, off the schema, naming no option) is
+billed by OpenAI all the same: its usage goes on the call's bill before the
+ModelError, and an attempt whose reply never said (a timeout, a cut stream) is
+charged its bound (candor.billing).
 
 The SDK is imported on first use, not at import: it costs about half a second of
 cold start, which a Lambda that answers from the cache never needs to pay.
@@ -31,13 +35,28 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from candor import deadline
+from candor import billing, deadline
 from candor.backends.openai_client import LazyOpenAIClient
 from candor.backends.threaded import iterate_in_thread
 from candor.errors import ModelError
 from candor.ports import Judged, M, Structured, Text, TextPiece, read_text
 from candor.settings import Price
 from candor.types import Message, Usage
+
+
+def _usage_in(response: Any) -> Any:
+    """The `usage` of a raw chat completion response, as the SDK's type, or None."""
+    from openai.types import CompletionUsage
+
+    try:
+        reported = response.json().get("usage")
+    except ValueError:  # not JSON: the parse that follows says so
+        return None
+    try:
+        return CompletionUsage.model_validate(reported) if isinstance(reported, dict) else None
+    except ValidationError:
+        return None
+
 
 # The most alternatives the API returns for one token: where the options are read.
 TOP_LOGPROBS = 20
@@ -76,17 +95,11 @@ class OpenAIChatModel:
     async def structured(
         self, messages: Sequence[Message], schema: type[M], *, max_tokens: int = 128
     ) -> Structured[M]:
-        completion = await asyncio.to_thread(self._parse, messages, schema, max_tokens)
-        message = completion.choices[0].message
-        if message.refusal:
-            raise ModelError(f"{self.name} refused a {schema.__name__}: {message.refusal[:200]}")
-        value = message.parsed
-        if not isinstance(value, schema):
-            raise ModelError(f"{self.name}: no {schema.__name__} in the reply")
-        return Structured(value, self._usage(completion))
+        return await asyncio.to_thread(self._structured, messages, schema, max_tokens)
 
     async def judge(self, messages: Sequence[Message], options: Sequence[str]) -> Judged:
         completion = await asyncio.to_thread(self._judged, messages)
+        usage = self._reported(completion.usage)  # billed, whatever the reply names
         choice = completion.choices[0]
         content = choice.logprobs.content if choice.logprobs is not None else None
         top = content[0].top_logprobs if content else []
@@ -103,7 +116,7 @@ class OpenAIChatModel:
                 raise ModelError(f"{self.name}: the reply names none of {list(options)}")
             mass, total = {o: float(o == option) for o in options}, 1.0
         probabilities = {option: value / total for option, value in mass.items()}
-        return Judged(probabilities, self._usage(completion))
+        return Judged(probabilities, usage)
 
     async def text(self, messages: Sequence[Message], *, max_tokens: int = 256) -> Text:
         return await read_text(self.stream(messages, max_tokens=max_tokens))
@@ -114,12 +127,20 @@ class OpenAIChatModel:
         async for piece in iterate_in_thread(lambda: self._pieces(messages, max_tokens)):
             yield piece
 
-    def _parse(self, messages: Sequence[Message], schema: type[M], max_tokens: int) -> Any:
+    def _structured(
+        self, messages: Sequence[Message], schema: type[M], max_tokens: int
+    ) -> Structured[M]:
+        """The reply parsed into `schema` (runs in a worker thread).
+
+        The raw response is read first, so that what a reply of no use reported
+        (cut at max_tokens, filtered, refused, off the schema) is on the call's
+        bill before the ModelError (candor.billing): OpenAI bills it all the same.
+        """
         from openai import OpenAIError
 
         try:
-            return self.client.call(
-                lambda client, timeout: client.chat.completions.parse(
+            raw = self.client.call(
+                lambda client, timeout: client.chat.completions.with_raw_response.parse(
                     model=self.name,
                     messages=[dict(m) for m in messages],  # type: ignore[misc]
                     response_format=schema,
@@ -129,10 +150,22 @@ class OpenAIChatModel:
                 ),
                 f"a {self.name} call",
             )
+        except OpenAIError as e:
+            raise ModelError(f"{self.name}: {type(e).__name__}: {e}") from e
+        usage = self._reported(_usage_in(raw.http_response))
+        try:
+            completion = raw.parse()
         # A reply cut off by max_tokens, filtered, or not matching the schema is
         # as much a failed decision as a provider error.
         except (OpenAIError, ValidationError) as e:
             raise ModelError(f"{self.name}: {type(e).__name__}: {e}") from e
+        message = completion.choices[0].message
+        if message.refusal:
+            raise ModelError(f"{self.name} refused a {schema.__name__}: {message.refusal[:200]}")
+        value = message.parsed
+        if not isinstance(value, schema):
+            raise ModelError(f"{self.name}: no {schema.__name__} in the reply")
+        return Structured(value, usage)
 
     def _judged(self, messages: Sequence[Message]) -> Any:
         from openai import OpenAIError
@@ -191,10 +224,19 @@ class OpenAIChatModel:
                             yield choice.delta.content
         except OpenAIError as e:
             raise ModelError(f"{self.name}: {type(e).__name__}: {e}") from e
-        yield self._usage_of(usage)
+        yield self._reported(usage)
 
-    def _usage(self, completion: Any) -> Usage:
-        return self._usage_of(completion.usage)
+    def _reported(self, usage: Any) -> Usage:
+        """The usage a reply reported, priced, and put on the call's bill (candor.billing).
+
+        A reply that reports none leaves its attempt at the call's bound on the bill:
+        the budget is not charged less than the provider may bill.
+        """
+        priced = self._usage_of(usage)
+        bill = billing.current()
+        if bill is not None and usage is not None:
+            bill.replied(priced)
+        return priced
 
     def _usage_of(self, usage: Any) -> Usage:
         tokens_in = int(usage.prompt_tokens) if usage is not None else 0

@@ -10,6 +10,12 @@ deadline (candor.deadline), whichever is less, and a retry is made only when its
 wait and a useful attempt still fit. When time runs out the call raises
 DeadlineExceededError; other failures are the SDK's errors, for the adapter to
 turn into ModelError.
+
+Each attempt is recorded on the current call's bill (candor.billing): one that
+got an error status, or never connected, bills nothing; one that timed out or
+lost its connection after it was sent may have been billed and stays at the
+call's bound, and is retried only if the request's reservation still covers
+another attempt. The adapter records the usage of a reply that arrived.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from candor import deadline
+from candor import billing, deadline
 from candor.errors import DeadlineExceededError
 
 if TYPE_CHECKING:
@@ -69,24 +75,49 @@ class LazyOpenAIClient:
         from openai import OpenAIError
 
         client = self()
+        bill = billing.current()
+        if bill is not None:
+            bill.track()
         for attempt in range(self._max_retries + 1):
             left = deadline.remaining()
             if left is not None and left < MIN_ATTEMPT_SECONDS:
                 raise DeadlineExceededError(f"no time left for {what}")
             timeout = self._timeout if left is None else min(self._timeout, left)
+            if bill is not None:
+                bill.sent()
             try:
                 return request(client, timeout)
             except OpenAIError as error:
+                billed = may_be_billed(error)
+                if bill is not None and not billed:
+                    bill.unbilled()
                 wait = _retry_wait(error, attempt)
                 left = deadline.remaining()
                 if left is not None and left < MIN_ATTEMPT_SECONDS:
                     raise DeadlineExceededError(f"{what} ran out of time") from error
                 if wait is None or attempt == self._max_retries:
                     raise
+                if billed and bill is not None and not bill.may_retry():
+                    raise  # what the request reserved would not cover another attempt
                 if left is not None and wait + MIN_ATTEMPT_SECONDS > left:
                     raise DeadlineExceededError(f"no time left to retry {what}") from error
                 time.sleep(wait)
         raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+# httpx's (and httpx2's, which the SDK may use) errors of a request that never
+# left: named, not imported, so that either transport's are known.
+_NEVER_SENT = frozenset({"ConnectError", "ConnectTimeout", "PoolTimeout"})
+
+
+def may_be_billed(error: OpenAIError) -> bool:
+    """Whether a failed attempt may have been billed: it reached the provider and no
+    error status says it was not served (a timeout, a connection lost mid-reply)."""
+    from openai import APIStatusError
+
+    if isinstance(error, APIStatusError):
+        return False  # the provider answered with an error: it bills none
+    return type(error.__cause__).__name__ not in _NEVER_SENT
 
 
 def _retry_wait(error: OpenAIError, attempt: int) -> float | None:

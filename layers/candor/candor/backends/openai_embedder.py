@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from candor import billing
 from candor.backends.openai_client import LazyOpenAIClient
 from candor.errors import ConfigurationError, ModelError
 from candor.ports import Vectors
@@ -111,6 +112,13 @@ class OpenAIEmbedder:
             )
         except OpenAIError as e:
             raise ModelError(f"{self.name}: {type(e).__name__}: {e}") from e
+        reported = response.usage is not None
+        tokens = int(response.usage.prompt_tokens) if reported else 0
+        bill = billing.current()
+        if bill is not None and reported:
+            # Billed once answered, whether or not the vectors below are of use; a
+            # reply with no usage stays at the call's bound (candor.billing).
+            bill.replied(Usage(tokens_in=tokens, cost_usd=self.price.cost(tokens, 0)))
         rows = sorted(response.data, key=lambda item: item.index)
         if [row.index for row in rows] != list(range(len(inputs))):
             raise ModelError(f"{self.name}: {len(rows)} embeddings for {len(inputs)} inputs")
@@ -120,7 +128,6 @@ class OpenAIEmbedder:
                 f"{self.name}: embeddings of shape {matrix.shape}; "
                 f"expected ({len(inputs)}, {self.dimensions})"
             )
-        tokens = int(response.usage.prompt_tokens) if response.usage is not None else 0
         with self._lock:  # counted per batch: an ingest that fails later still reports it
             self.tokens += tokens
             self.cost_usd += self.price.cost(tokens, 0)

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from candor import billing
 from candor.errors import ModelError
 from candor.ingest.reading import embedding_text
 from candor.ports import Reranked
@@ -52,17 +53,22 @@ def units_per_request(documents: int) -> int:
     return max(1, math.ceil(documents / MAX_DOCUMENTS))
 
 
+def request_cost_upper_bound(settings: Settings) -> Decimal:
+    """The most one reranking request can cost, in US dollars: MAX_DOCUMENTS
+    candidates, one rerank unit. No reranker (or another backend) costs nothing."""
+    if settings.reranker_backend != "pinecone":
+        return Decimal(0)
+    price = Decimal(str(settings.rerank_price(settings.rerank_model)))
+    return units_per_request(MAX_DOCUMENTS) * price
+
+
 def rerank_cost_upper_bound(settings: Settings) -> Decimal:
     """The most reranking can cost one request, in US dollars, for the budget.
 
     The retrieve node reranks once per attempt, at most `max_attempts` times, and
     each time sends at most MAX_DOCUMENTS candidates: one request of one unit.
-    No reranker (or another backend) costs nothing.
     """
-    if settings.reranker_backend != "pinecone":
-        return Decimal(0)
-    price = Decimal(str(settings.rerank_price(settings.rerank_model)))
-    return settings.max_attempts * units_per_request(MAX_DOCUMENTS) * price
+    return settings.max_attempts * request_cost_upper_bound(settings)
 
 
 class PineconeReranker:
@@ -80,9 +86,17 @@ class PineconeReranker:
         if not passages:
             return Reranked([], NO_USAGE)
         head = passages[:MAX_DOCUMENTS]
-        result = self._request(query, head)
+        bill = billing.current()
+        if bill is not None:
+            bill.track()
+            bill.sent()
+        result = self._request(query, head, bill)
         if result is None:
             return Reranked(_in_order(len(passages)), NO_USAGE)
+        # Billed once answered, whether or not the ranking below is of use.
+        usage = Usage(cost_usd=int(result.usage.rerank_units) * self._price)
+        if bill is not None:
+            bill.replied(usage)
         scores = [math.nan] * len(head)
         for ranked in result.data:
             if not 0 <= ranked.index < len(head) or not math.isnan(scores[ranked.index]):
@@ -93,12 +107,17 @@ class PineconeReranker:
         # Candidates past the request keep their fused order, below every scored one.
         floor = min(scores) - 1.0
         scores += [floor - n for n in range(len(passages) - len(head))]
-        units = int(result.usage.rerank_units)
-        return Reranked(scores, Usage(cost_usd=units * self._price))
+        return Reranked(scores, usage)
 
-    def _request(self, query: str, passages: Sequence[Chunk]) -> Any:
-        """The SDK's RerankResult, or None when the service is busy or unreachable."""
+    def _request(self, query: str, passages: Sequence[Chunk], bill: billing.Bill | None) -> Any:
+        """The SDK's RerankResult, or None when the service is busy or unreachable.
+
+        A busy service (429, 5xx) or a refusal bills nothing; a request that timed
+        out or lost its connection may have been billed, so its bill stays at the
+        bound (candor.billing).
+        """
         from pinecone.errors.exceptions import (
+            ApiError,
             PineconeConnectionError,
             PineconeError,
             PineconeTimeoutError,
@@ -116,10 +135,17 @@ class PineconeReranker:
                 return_documents=False,
                 parameters=_PARAMETERS.get(self.model),
             )
-        except (RateLimitError, ServiceError, PineconeTimeoutError, PineconeConnectionError) as e:
+        except (RateLimitError, ServiceError) as e:
+            if bill is not None:
+                bill.unbilled()
+            logger.warning("%s unavailable, keeping the fused order: %s", self.name, e)
+            return None
+        except (PineconeTimeoutError, PineconeConnectionError) as e:
             logger.warning("%s unavailable, keeping the fused order: %s", self.name, e)
             return None
         except PineconeError as e:
+            if bill is not None and isinstance(e, ApiError):
+                bill.unbilled()  # an error status; a reply it could not parse stays at the bound
             raise ModelError(f"{self.name}: {type(e).__name__}: {e}") from e
 
 

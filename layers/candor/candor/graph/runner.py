@@ -14,7 +14,6 @@ keeps the request's deadline: no model call starts after it.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import time
 from collections import Counter
@@ -24,8 +23,9 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
+from candor import billing, observability
 from candor import deadline as deadlines
-from candor import observability
+from candor.billing import Bill, Meter
 from candor.deadline import Deadline
 from candor.deps import Deps
 from candor.errors import ConfigurationError
@@ -45,7 +45,7 @@ from candor.ports import (
     Vectors,
     read_text,
 )
-from candor.settings import Price
+from candor.settings import Price, Settings
 from candor.types import NO_USAGE, Chunk, Message, Usage
 
 NodeFn = Callable[[GraphState, Deps], Awaitable[Update]]
@@ -93,33 +93,15 @@ def _ignore(event: Event) -> None:
     pass
 
 
-class Meter:
-    """Adds up what one run's model calls and embeddings consumed.
-
-    The total is what the budget is trued up to; also a run that fails halfway
-    has its calls so far counted. `take` gives the part since the last take,
-    one trace step's worth.
-    """
-
-    def __init__(self) -> None:
-        self.usage = NO_USAGE
-        self._step = NO_USAGE
-
-    def add(self, usage: Usage) -> None:
-        self.usage = self.usage + usage
-        self._step = self._step + usage
-
-    def take(self) -> Usage:
-        step, self._step = self._step, NO_USAGE
-        return step
-
-
 class MeteredChatModel:
     """The chat model as one node sees it: metered, within its node's slots and the deadline.
 
-    A call cut short by cancellation (a client that hung up) reports no usage,
-    but the provider may bill it all the same: it is charged its bound, priced
-    at `price`, so that the budget is settled to no less than was spent.
+    Each call opens a bill on the meter (candor.billing) with the call's bound,
+    priced at `price`, and closes it however the call ends: a call that failed
+    after it was sent (a reply of no use, a timeout, the deadline, a cancel, a
+    client that hung up mid-stream) is charged what the provider reported, or
+    its bound where nothing did, so that the budget is settled to no less than
+    was spent. The local model has no price: its bound costs nothing.
     """
 
     def __init__(
@@ -150,46 +132,46 @@ class MeteredChatModel:
         self._slots = [limits.slot_bound(slot, self._bounds) for slot in limits.NODE_CALLS[node]]
         self._shape = shape
 
-    def _admit(self, what: str, need: limits.CallBound) -> None:
+    def _open(self, what: str, need: limits.CallBound) -> Bill:
         current = deadlines.current()
         if current is not None:
             current.check(f"the {what} call of {self._node}")
         for i, slot in enumerate(self._slots):
             if slot.covers(need):
                 del self._slots[i]
-                return
-        raise RuntimeError(
-            f"{self._node} made a {what} call of up to {need.tokens_in} tokens in and "
-            f"{need.tokens_out} out that no slot of candor.graph.limits.NODE_CALLS covers: "
-            "the budget did not reserve for it"
-        )
-
-    def _interrupted(self, need: limits.CallBound) -> None:
+                break
+        else:
+            raise RuntimeError(
+                f"{self._node} made a {what} call of up to {need.tokens_in} tokens in and "
+                f"{need.tokens_out} out that no slot of candor.graph.limits.NODE_CALLS covers: "
+                "the budget did not reserve for it"
+            )
         cost = self._price.cost(need.tokens_in, need.tokens_out) if self._price else 0.0
-        self.meter.add(Usage(need.tokens_in, need.tokens_out, cost))
+        bound = Usage(need.tokens_in, need.tokens_out, cost)
+        return self.meter.open(bound, f"the {what} call of {self._node}")
 
     async def structured(
         self, messages: Sequence[Message], schema: type[M], *, max_tokens: int = 128
     ) -> Structured[M]:
         need = limits.CallBound(limits.input_tokens(messages, schema), max_tokens)
-        self._admit(schema.__name__, need)
+        bill = self._open(schema.__name__, need)
+        returned: Usage | None = None
         try:
             result = await self.inner.structured(messages, schema, max_tokens=max_tokens)
-        except asyncio.CancelledError:
-            self._interrupted(need)
-            raise
-        self.meter.add(result.usage)
+            returned = result.usage
+        finally:
+            self.meter.close(bill, returned)
         return result
 
     async def judge(self, messages: Sequence[Message], options: Sequence[str]) -> Judged:
         need = limits.CallBound(limits.input_tokens(messages), limits.JUDGE_MAX_TOKENS)
-        self._admit("judge", need)
+        bill = self._open("judge", need)
+        returned: Usage | None = None
         try:
             result = await self.inner.judge(messages, options)
-        except asyncio.CancelledError:
-            self._interrupted(need)
-            raise
-        self.meter.add(result.usage)
+            returned = result.usage
+        finally:
+            self.meter.close(bill, returned)
         return result
 
     async def text(self, messages: Sequence[Message], *, max_tokens: int = 256) -> Text:
@@ -199,24 +181,23 @@ class MeteredChatModel:
         self, messages: Sequence[Message], *, max_tokens: int = 256
     ) -> AsyncIterator[TextPiece]:
         need = limits.CallBound(limits.input_tokens(messages), max_tokens)
-        self._admit("text", need)
-        reported = False
+        bill = self._open("text", need)
+        reported: Usage | None = None
         streams = self._node == STREAMING_NODE
         cleaner = self._shape() if streams and self._shape else None
         try:
             async for piece in self.inner.stream(messages, max_tokens=max_tokens):
                 if isinstance(piece, Usage):
-                    self.meter.add(piece)
-                    reported = True
+                    reported = piece
                 elif streams:
                     self._show(cleaner.feed(piece) if cleaner else piece)
                 yield piece
             if cleaner:
                 self._show(cleaner.finish())
-        except (asyncio.CancelledError, GeneratorExit):
-            if not reported:
-                self._interrupted(need)
-            raise
+        finally:
+            # Also on GeneratorExit and CancelledError (a client that hung up) and the
+            # deadline mid-stream: a stream cut before its usage came is at its bound.
+            self.meter.close(bill, reported)
 
     def _show(self, text: str) -> None:
         if text:
@@ -228,13 +209,16 @@ class MeteredEmbedder:
 
     Each visit may embed the texts limits.EMBEDDINGS lists for its node, each no
     longer than its bound; a text beyond them is a bug and raises before it is sent.
+    A priced embedding is billed as a chat call is (candor.billing): at what the
+    provider reported, or its bound, a token per UTF-8 byte, where nothing did.
     """
 
-    def __init__(self, inner: Embedder, meter: Meter) -> None:
+    def __init__(self, inner: Embedder, meter: Meter, price: Price | None = None) -> None:
         self.inner = inner
         self.name = inner.name
         self.dimensions = inner.dimensions
         self.meter = meter
+        self._price = price
         self._node = ""
         self._bounds: list[int] = []  # what the visit may still embed, one bound a text
 
@@ -261,28 +245,41 @@ class MeteredEmbedder:
         if current is not None:
             current.check(f"the embedding of {self._node}")
         self._admit(texts)
-        if isinstance(self.inner, PricedEmbedder):
-            vectors, usage = self.inner.embed_with_usage(texts)
-            self.meter.add(usage)
-            return vectors
-        return self.inner.embed(texts)  # a local embedder: free
+        if not isinstance(self.inner, PricedEmbedder):
+            return self.inner.embed(texts)  # a local embedder: free
+        tokens = limits.embedding_tokens(texts)
+        cost = self._price.cost(tokens, 0) if self._price else 0.0
+        bill = self.meter.open(Usage(tokens, 0, cost), f"the embedding of {self._node}")
+        returned: Usage | None = None
+        try:
+            vectors, returned = self.inner.embed_with_usage(texts)
+        finally:
+            self.meter.close(bill, returned)
+        return vectors
 
 
 class MeteredReranker:
     """Wraps the reranker to add what its calls cost to the meter (a hosted reranker
-    is billed per request), so that the retrieve step's cost says so."""
+    is billed per request), so that the retrieve step's cost says so. `bound` is
+    the most one request can cost (candor.backends.pinecone_reranker)."""
 
-    def __init__(self, inner: Reranker, meter: Meter) -> None:
+    def __init__(self, inner: Reranker, meter: Meter, bound: Usage = NO_USAGE) -> None:
         self.inner = inner
         self.name = inner.name
         self.meter = meter
+        self._bound = bound
 
     def rerank(self, query: str, passages: Sequence[Chunk]) -> Reranked:
         current = deadlines.current()
         if current is not None:
             current.check("the reranking")
-        result = self.inner.rerank(query, passages)
-        self.meter.add(result.usage)
+        bill = self.meter.open(self._bound, "the reranking")
+        returned: Usage | None = None
+        try:
+            result = self.inner.rerank(query, passages)
+            returned = result.usage
+        finally:
+            self.meter.close(bill, returned)
         return result
 
 
@@ -315,8 +312,9 @@ async def run(
     """Run the graph from moderate to END and return the final state with its trace.
 
     `meter` receives the usage of every call (also of a run that fails or is
-    cancelled); past `deadline`, no further model call starts:
-    DeadlineExceededError. `emit` receives the events as they happen.
+    cancelled), and admits only the calls that its allowance still covers; past
+    `deadline`, no further model call starts: DeadlineExceededError. `emit`
+    receives the events as they happen.
     """
     max_attempts = deps.settings.max_attempts
     meter = meter or Meter()
@@ -324,17 +322,21 @@ async def run(
         deps.chat,
         meter,
         dict(limits.call_bounds(deps.settings)),
-        price=_price(deps),
+        price=_price(deps.settings, deps.chat.name),
         emit=emit,
     )
-    embedder = MeteredEmbedder(deps.embedder, meter)
-    reranker = MeteredReranker(deps.reranker, meter) if deps.reranker is not None else None
+    embedder = MeteredEmbedder(deps.embedder, meter, _price(deps.settings, deps.embedder.name))
+    reranker = (
+        MeteredReranker(deps.reranker, meter, _rerank_bound(deps.settings))
+        if deps.reranker is not None
+        else None
+    )
     node_deps = dataclasses.replace(deps, chat=chat, embedder=embedder, reranker=reranker)
     allowed = limits.visits(max_attempts)
     visited: Counter[str] = Counter()
     trace: list[TraceStep] = []
     current = "moderate"
-    with deadlines.bound(deadline):
+    with deadlines.bound(deadline), billing.metering(meter):
         while current != "END":
             visited[current] += 1
             if visited[current] > allowed[current]:
@@ -366,9 +368,17 @@ async def run(
     return dataclasses.replace(state, trace=tuple(trace))
 
 
-def _price(deps: Deps) -> Price | None:
-    """The chat model's price, to charge a cancelled call; None when it has none."""
+def _price(settings: Settings, model: str) -> Price | None:
+    """A model's price, to charge a call at its bound; None when it has none."""
     try:
-        return deps.settings.price(deps.chat.name)
+        return settings.price(model)
     except ConfigurationError:  # a fixed reservation (budget_reserve_usd) needs none
         return None
+
+
+def _rerank_bound(settings: Settings) -> Usage:
+    """The most one reranking request can cost, as the reservation counts it."""
+    # The module imports no Pinecone SDK at load; reranking is off by default.
+    from candor.backends.pinecone_reranker import request_cost_upper_bound
+
+    return Usage(cost_usd=float(request_cost_upper_bound(settings)))
