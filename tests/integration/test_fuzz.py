@@ -6,10 +6,16 @@ route declares. The app is the one `candor serve` builds, with the embedded
 index and state and a scripted model that answers any question; requests come
 from a listed origin, so they get past the edge to the routes. Bounded: a few
 hundred cases, well under two minutes.
+
+A second pass sends what the schema cannot describe, on every route: lone
+surrogates and NUL bytes in any field, non-finite and huge numbers, nesting deeper
+than the JSON parser goes, and header bytes that are not ASCII. None may be a 500,
+and every refusal is JSON with a reason and a trace id.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +23,9 @@ from typing import Any
 import pytest
 import schemathesis
 from fastapi import FastAPI
+from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from schemathesis import Case, GenerationMode, checks
 from schemathesis.core.result import Ok
 
@@ -111,3 +119,94 @@ def test_no_route_answers_500_or_outside_its_schema(app: FastAPI) -> None:
             case.call_and_validate(headers={"Origin": ORIGIN}, checks=CHECKS)
 
         call()
+
+
+# Hostile input the schema-driven pass does not make: text no JSON response can carry,
+# numbers past float, nesting past the parser, and header bytes that are not ASCII.
+
+HOSTILE_TEXT = st.sampled_from(
+    ["\ud800", "\udfff x", "a\x00b", "\x00", "\u202e", "\ufeff", "\uff1c/question\uff1e", "é" * 50]
+)
+HOSTILE_NUMBER = st.sampled_from(
+    ["1e400", "-1e400", "NaN", "Infinity", "-Infinity", "1" * 5000, "1e-400", "-0", "10e30"]
+)
+HOSTILE_HEADER = st.binary(min_size=1, max_size=40).filter(
+    lambda b: b"\r" not in b and b"\n" not in b
+)
+
+
+def hostile_value() -> st.SearchStrategy[str]:
+    """A JSON value as text: json.dumps cannot write most of these, a client can."""
+    text = HOSTILE_TEXT.map(lambda t: json.dumps(t))  # lone surrogates become \\ud800 escapes
+    leaf = st.one_of(text, HOSTILE_NUMBER, st.just("null"), st.just("[]"), st.just("{}"))
+    deep = st.integers(1, 6_000).map(lambda n: "[" * n + "]" * n)
+    return st.one_of(leaf, deep)
+
+
+FIELDS = {
+    "/ask": ["question", "session_id", "top_k"],
+    "/ask/stream": ["question", "session_id", "top_k"],
+    "/feedback": ["trace_id", "session_id", "score", "reason", "comment", "better_answer"],
+}
+
+
+@st.composite
+def hostile_body(draw: st.DrawFn, path: str) -> str:
+    fields = draw(st.lists(st.sampled_from(FIELDS[path]), min_size=1, unique=True))
+    parts = [f'"{name}": {draw(hostile_value())}' for name in fields]
+    if path.startswith("/ask") and "question" not in fields:
+        parts.append('"question": "ok?"')
+    return "{" + ", ".join(parts) + "}"
+
+
+def assert_json_error_or_ok(response: Any) -> None:
+    assert response.status_code != 500, response.text
+    if response.status_code >= 400:
+        assert response.headers["content-type"].startswith("application/json"), response.text
+        body = response.json()
+        assert body["reason"] and len(body["trace_id"]) == 32
+
+
+def fuzz_body(client: TestClient, path: str) -> None:
+    @given(body=hostile_body(path), origin=st.booleans())
+    @settings(
+        max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+    )
+    def post(body: str, origin: bool) -> None:
+        headers = [(b"content-type", b"application/json")]
+        if origin:
+            headers.append((b"origin", ORIGIN.encode()))
+        response = client.post(path, content=body.encode("utf-8", "surrogatepass"), headers=headers)
+        assert_json_error_or_ok(response)
+
+    post()
+
+
+def test_hostile_input_on_every_route_is_a_json_4xx_never_a_500(app: FastAPI) -> None:
+    client = TestClient(app)
+    for path in FIELDS:
+        fuzz_body(client, path)
+
+    @given(
+        path=st.sampled_from([*FIELDS, "/health", "/nowhere"]),
+        name=st.sampled_from(
+            [b"x-api-key", b"origin", b"content-type", b"x-forwarded-for", b"content-length"]
+        ),
+        value=HOSTILE_HEADER,
+    )
+    @settings(
+        max_examples=150, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+    )
+    def header(path: str, name: bytes, value: bytes) -> None:
+        headers = [(b"content-type", b"application/json"), (name, value)]
+        if name != b"origin":
+            headers.append((b"origin", ORIGIN.encode()))
+        method = "GET" if path == "/health" else "POST"
+        try:
+            response = client.request(method, path, content=b'{"question": "ok?"}', headers=headers)
+        except Exception as error:  # the client itself refused to send it (content-length)
+            assert "content-length" in str(error).lower() or name == b"content-length", error
+            return
+        assert_json_error_or_ok(response)
+
+    header()

@@ -347,3 +347,41 @@ def test_an_index_outage_through_serve_is_a_503_with_a_fixed_message(deps: Deps)
     assert response.status_code == 503
     assert response.json()["detail"] == "the document index is unavailable; try again shortly"
     assert response.headers["access-control-allow-origin"] == ORIGIN
+
+
+# candor serve on an address other machines can reach.
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "", "192.0.2.7", "docs.internal"])
+def test_candor_serve_on_a_reachable_address_with_no_origins_refuses_to_start(
+    settings: Settings, host: str
+) -> None:
+    # Anyone on the network could otherwise send Origin: http://127.0.0.1:8000 and be answered.
+    with pytest.raises(ConfigurationError, match="CANDOR_ALLOWED_ORIGINS"):
+        create_local_app(settings, host=host)
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "localhost", "::1"])
+def test_candor_serve_on_loopback_with_no_origins_starts(settings: Settings, host: str) -> None:
+    create_local_app(settings, host=host)
+
+
+def test_candor_serve_on_a_reachable_address_starts_once_origins_are_set(
+    settings: Settings,
+) -> None:
+    create_local_app(settings.model_copy(update={"allowed_origins": (ORIGIN,)}), host="0.0.0.0")
+
+
+def test_the_serve_command_says_why_it_refuses_and_exits_non_zero(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from candor import cli
+
+    monkeypatch.setenv("CANDOR_DATA_DIR", str(settings.data_dir))
+    monkeypatch.delenv("CANDOR_ALLOWED_ORIGINS", raising=False)
+
+    code = cli.main(["serve", "--host", "0.0.0.0", "--port", "8765"])
+
+    assert code != 0
+    err = capsys.readouterr().err
+    assert "refusing to serve on 0.0.0.0" in err and "CANDOR_ALLOWED_ORIGINS" in err

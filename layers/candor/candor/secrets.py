@@ -5,7 +5,10 @@ embedded default is generated once into the data folder.
 
 On Lambda the template passes only the *name* of an SSM SecureString parameter,
 so the key never sits in the template, the stack or the function's environment.
-It is read once per process (one GetParameter per cold start) and kept in memory.
+It is read when first needed and kept in memory for the life of the process. A
+failed read is remembered for FAILED_READ_BACKOFF_SECONDS: until then the same
+error is raised without calling SSM, so a missing parameter costs one GetParameter
+per backoff, not one per request (GetParameter has an account-wide rate limit).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import os
 import secrets
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,8 +27,14 @@ from candor.errors import ConfigurationError
 if TYPE_CHECKING:
     from mypy_boto3_ssm import SSMClient
 
+# How long a failed read of a parameter is answered from memory before SSM is asked again.
+FAILED_READ_BACKOFF_SECONDS = 10.0
+
 _cache: dict[str, str] = {}
+# A parameter whose read failed: when, and the error to raise again until the backoff ends.
+_failed: dict[str, tuple[float, str]] = {}
 _lock = threading.Lock()
+_clock = time.monotonic  # replaced by tests
 
 
 def api_key(
@@ -101,30 +111,47 @@ def generated_secret(path: Path) -> str:
 def ssm_secure_string(
     name: str, *, region: str | None = None, client: SSMClient | None = None
 ) -> str:
-    """The decrypted value of an SSM parameter, fetched once per process."""
+    """The decrypted value of an SSM parameter, fetched once per process.
+
+    A failure is raised again from memory for FAILED_READ_BACKOFF_SECONDS.
+    """
     with _lock:
         cached = _cache.get(name)
         if cached is not None:
             return cached
-        import boto3
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        ssm = client or boto3.client("ssm", region_name=region)
+        failed = _failed.get(name)
+        if failed is not None and _clock() - failed[0] < FAILED_READ_BACKOFF_SECONDS:
+            raise ConfigurationError(f"{failed[1]} (not asked again for a few seconds)")
         try:
-            response = ssm.get_parameter(Name=name, WithDecryption=True)
-        except ClientError as e:
-            code = e.response.get("Error", {}).get("Code", "error")
-            raise ConfigurationError(f"cannot read SSM parameter {name}: {code}") from e
-        except BotoCoreError as e:
-            raise ConfigurationError(f"cannot read SSM parameter {name}: {e}") from e
-        value = response["Parameter"].get("Value", "")
-        if not value.strip():
-            raise ConfigurationError(f"SSM parameter {name} is empty")
-        _cache[name] = value.strip()
-        return _cache[name]
+            value = _read(name, region=region, client=client)
+        except ConfigurationError as e:
+            _failed[name] = (_clock(), str(e))
+            raise
+        _failed.pop(name, None)
+        _cache[name] = value
+        return value
+
+
+def _read(name: str, *, region: str | None, client: SSMClient | None) -> str:
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    ssm = client or boto3.client("ssm", region_name=region)
+    try:
+        response = ssm.get_parameter(Name=name, WithDecryption=True)
+    except ClientError as e:
+        code = e.response.get("Error", {}).get("Code", "error")
+        raise ConfigurationError(f"cannot read SSM parameter {name}: {code}") from e
+    except BotoCoreError as e:
+        raise ConfigurationError(f"cannot read SSM parameter {name}: {e}") from e
+    value = response["Parameter"].get("Value", "")
+    if not value.strip():
+        raise ConfigurationError(f"SSM parameter {name} is empty")
+    return value.strip()
 
 
 def forget() -> None:
-    """Drop the cached values (tests; a key rotated without a new deployment)."""
+    """Drop the cached values and failures (tests; a key rotated without a new deployment)."""
     with _lock:
         _cache.clear()
+        _failed.clear()

@@ -122,7 +122,8 @@ def _media_type(headers: Headers) -> str:
 
 def _declared_length(headers: Headers) -> int | None:
     value = headers.get("content-length")
-    return int(value) if value is not None and value.isdigit() else None
+    # isascii: "²" (a Latin-1 byte of a header) is a digit to isdigit and not to int().
+    return int(value) if value is not None and value.isascii() and value.isdigit() else None
 
 
 class EdgeMiddleware:
@@ -172,6 +173,11 @@ class EdgeMiddleware:
                 refusal = self._refusal(edge, scope, headers, origin, listed)
             except CandorError as error:  # the server keys cannot be read (SSM)
                 refusal = error
+            except Exception as error:
+                # A bug in the checks themselves: still the JSON 500 with the trace
+                # id and CORS headers, never the server's bare text one.
+                await error_response(error, trace_id)(scope, receive, send_with_headers)
+                return
             if refusal is None:
                 body = await self._read_body(receive, headers, edge.max_body_bytes)
                 if body is None:
@@ -216,9 +222,13 @@ class EdgeMiddleware:
     def _trusted_without_origin(edge: Edge, scope: Scope, headers: Headers) -> bool:
         presented = headers.get("x-api-key")
         if presented:
-            # Every key is compared, in constant time each, so that the time taken
-            # says nothing about which key came close.
-            matches = [hmac.compare_digest(presented, key) for key in edge.server_keys()]
+            # Compared as bytes: compare_digest refuses str that is not ASCII (a
+            # TypeError, which was a text 500), and Starlette reads a header's bytes
+            # as Latin-1, so encoding back gives exactly the bytes that were sent. A
+            # configured key is matched by its UTF-8 bytes. Every key is compared, in
+            # constant time each, so the time taken says nothing of which came close.
+            sent = presented.encode("latin-1")
+            matches = [hmac.compare_digest(sent, key.encode()) for key in edge.server_keys()]
             if any(matches):
                 return True
         return edge.loopback_without_origin and _is_loopback(scope)

@@ -15,7 +15,6 @@ from http import HTTPStatus
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -208,6 +207,40 @@ def trace_id_of(request: Request) -> str:
     return trace_id
 
 
+# The most of one part of a field's location or of a message a 422 repeats.
+PROBLEM_TEXT_CHARS = 200
+
+
+def _writable(text: str) -> str:
+    """`text` as any JSON response can carry it: a lone surrogate becomes its escape."""
+    text = text[:PROBLEM_TEXT_CHARS]
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def invalid_fields(error: RequestValidationError) -> list[dict[str, Any]]:
+    """Where the input is wrong and why: each field's location, message and error type.
+
+    Never the input itself (pydantic's `input` and `ctx`): it is the visitor's own
+    text, which a response may be unable to encode (a lone surrogate, 1e400 read as
+    infinity) and which has no business in a log or a proxy's cache either. A
+    location's parts are field names and list positions, except for a JSON
+    decode error, whose second part is the character position.
+    """
+    problems = []
+    for problem in error.errors():
+        location = [
+            part if isinstance(part, int) else _writable(str(part)) for part in problem["loc"]
+        ]
+        problems.append(
+            {
+                "loc": location,
+                "msg": _writable(str(problem["msg"])),
+                "type": _writable(str(problem["type"])),
+            }
+        )
+    return problems
+
+
 def install(app: FastAPI) -> None:
     """Route every CandorError, bad input and HTTP error of `app` through the table."""
 
@@ -217,13 +250,12 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, error: RequestValidationError) -> JSONResponse:
-        # The list of problems in the input (the visitor's own data) stays: it says
-        # which field is wrong and why.
         trace_id = trace_id_of(request)
-        errors = jsonable_encoder(
-            [{k: v for k, v in e.items() if k != "url"} for e in error.errors()]
-        )
-        content = {"detail": errors, "reason": "invalid_request", "trace_id": trace_id}
+        content = {
+            "detail": invalid_fields(error),
+            "reason": "invalid_request",
+            "trace_id": trace_id,
+        }
         return JSONResponse(content, 422, headers={TRACE_HEADER: trace_id})
 
     @app.exception_handler(StarletteHTTPException)

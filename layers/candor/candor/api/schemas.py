@@ -101,8 +101,19 @@ class ErrorResponse(BaseModel):
     )
 
 
+class InvalidField(BaseModel):
+    """One thing wrong with the input; the input itself is never repeated."""
+
+    loc: list[str | int] = Field(
+        description='Where: ["body", "question"], or ["body", position] for JSON that '
+        "cannot be parsed."
+    )
+    msg: str = Field(description="Why, for a person.")
+    type: str = Field(description="Why, as pydantic's stable code (string_too_long ...).")
+
+
 class ValidationErrorResponse(BaseModel):
-    detail: list[dict[str, Any]] = Field(description="Each field that is wrong, and why.")
+    detail: list[InvalidField] = Field(description="Each field that is wrong, and why.")
     reason: Literal["invalid_request"]
     trace_id: str = Field(pattern=r"^[0-9a-f]{32}$")
 

@@ -7,9 +7,11 @@ each closed by its end tag. `data()` makes the fences hold whatever the text
 says: it strips the special tokens of chat formats (`<|im_end|>` and the like,
 which a backend might read as a turn boundary) and defuses any tag of a fence's
 name inside the text (`</question>` becomes `‹/question>`), so no text can close
-its fence and speak after it. Outside text also loses citation markers (`[1]`
-becomes `(1)`), so the only markers the model sees are the excerpt numbers candor
-wrote. Each system prompt says that fenced text is data.
+its fence and speak after it. Look-alikes count as tags: the check reads the text
+NFKC-normalised and without invisible characters, so `<\u200b/question>` (a
+zero-width space inside) and full-width `＜/question＞` are defused too. Outside
+text also loses citation markers (`[1]` becomes `(1)`), so the only markers the
+model sees are the excerpt numbers candor wrote. Each system prompt says that fenced text is data.
 
 Inside `<documents>`, each excerpt is labelled the way an answer cites it:
 `[1] Title - Section`, then its text. A small model copies what it is shown:
@@ -31,6 +33,7 @@ for that line.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 
 from candor.types import Hit, Message
@@ -46,7 +49,15 @@ CUT = " ..."  # marks text cut at its limit
 FENCES = ("message", "question", "queries", "documents", "passage")
 # Special tokens of ChatML and its relatives: <|im_start|>, <|im_end|>, <|endoftext|> ...
 _SPECIAL_TOKEN = re.compile(r"<\|[^<>|\s]{0,64}\|>")
-_FENCE_TAG = re.compile(r"<(?=\s*/?\s*(?:" + "|".join(FENCES) + r")\b)", re.IGNORECASE)
+# A fence's tag as far as its name: `<question`, `< / Documents`.
+_FENCE_TAG_TEXT = re.compile(r"<\s*/?\s*(?:" + "|".join(FENCES) + r")\b", re.IGNORECASE)
+# Invisible characters that are not format (Cf) characters: the combining grapheme
+# joiner, Hangul fillers and the variation selectors.
+_INVISIBLE = frozenset(
+    "\u034f\u115f\u1160\u3164\uffa0"
+    + "".join(map(chr, range(0xFE00, 0xFE10)))
+    + "".join(map(chr, range(0xE0100, 0xE01F0)))
+)
 _MARKER = re.compile(r"(?<![\w\]])\[(\d{1,2})\]")
 
 
@@ -66,10 +77,54 @@ def _defused(text: str, *, visitor: bool = False) -> str:
         if stripped == text:
             break
         text = stripped
-    text = _FENCE_TAG.sub("‹", text)
+    text = _without_fence_tags(text)
     if visitor:
         text = _MARKER.sub(r"(\1)", text)
     return text
+
+
+def _folded(text: str) -> tuple[str, list[int]]:
+    """`text` as a reader may take it, and for each of its characters the original's index.
+
+    Each character NFKC-normalised on its own (full-width `＜` and `ｑ` read as `<`
+    and `q`) and invisible ones dropped (format characters such as a zero-width
+    space, soft hyphen or byte order mark, and variation selectors): `<\u200b/question>`
+    and `＜/question＞` are a closing tag to a model, though not to a regex.
+    """
+    folded: list[str] = []
+    origin: list[int] = []
+    for index, char in enumerate(text):
+        if char.isascii():  # the common case, and NFKC leaves it as it is
+            folded.append(char)
+            origin.append(index)
+            continue
+        if unicodedata.category(char) == "Cf" or char in _INVISIBLE:
+            continue
+        for part in unicodedata.normalize("NFKC", char):
+            folded.append(part)
+            origin.append(index)
+    return "".join(folded), origin
+
+
+def _without_fence_tags(text: str) -> str:
+    """`text` with every tag of a fence's name, or a look-alike of one, defused.
+
+    The tag is found in the folded text (see `_folded`); only its own characters
+    are replaced, by the folded tag with `‹` for its `<` (`＜/question＞` becomes
+    `‹/question>`), so the rest of the text reaches the model as it was written.
+    """
+    folded, origin = _folded(text)
+    pieces: list[str] = []
+    kept = 0  # the original's characters up to here are already in `pieces`
+    for match in _FENCE_TAG_TEXT.finditer(folded):
+        start, end = origin[match.start()], origin[match.end() - 1] + 1
+        if start < kept:
+            continue  # inside a tag already replaced (one character folded into several)
+        pieces.append(text[kept:start])
+        pieces.append("‹" + match.group()[1:])
+        kept = end
+    pieces.append(text[kept:])
+    return "".join(pieces)
 
 
 def _fenced(name: str, text: str) -> str:
