@@ -149,10 +149,11 @@ class SlowToLoadChat(ScriptedChatModel):
 class OneInstantRateLimits(SqliteStateStore):
     """The SQLite state store with every rate-limit hit counted at the first hit's time.
 
-    Rate windows are fixed and aligned to the epoch, so two requests a few seconds
-    apart fall in different windows whenever a window's edge passes between them,
-    and the second is allowed. A test about what a refusal looks like pins the
-    clock here instead; the windows themselves are tested in the state contract.
+    Rate windows are aligned to the epoch and the previous window's hits fade as
+    the current one passes (candor.backends.rate_windows), so a request a few
+    seconds after a refused one can be allowed. A test about what a refusal looks
+    like pins the clock here instead; the windows themselves are tested in the
+    state contract.
     """
 
     _first_hit: float | None = None

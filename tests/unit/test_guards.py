@@ -74,7 +74,8 @@ def test_requests_over_the_address_limit_get_429_with_retry_after_and_a_reason(
 
     refused = statuses[-1]
     assert [r.status_code for r in statuses] == [200, 200, 429]
-    assert 1 <= int(refused.headers["Retry-After"]) <= 60
+    # Within the next window: this one's hits fade over it (candor.backends.rate_windows).
+    assert 1 <= int(refused.headers["Retry-After"]) <= 2 * 60
     assert "your address" in refused.json()["detail"]
     assert len(chat.calls) == 2
 
