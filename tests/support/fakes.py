@@ -209,7 +209,7 @@ class EndlessChat(ScriptedChatModel):
                 # Cut off mid-answer, as a dropped connection would.
                 reply = Streamed(words(str(reply))[:3], fail=model_failure("the stream broke"))
             else:
-                return model_failure()
+                raise model_failure()
         seconds = self._random.uniform(*self.latency)
         return Stall(seconds, reply) if seconds > 0 else reply
 
