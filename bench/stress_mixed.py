@@ -153,7 +153,7 @@ def schedule(plan: Plan) -> list[Ask]:
         if address == spender:
             cents = 50  # past the address's share
         elif address in spending:
-            cents = 40  # each under the address's share, together past the network's
+            cents = 30  # each under the address's share, together past the network's
         question = f"What does --force-with-lease do? (ask {n}, spend{cents})"
         if rng.random() < 0.05:
             question = "What does --force-with-lease do?"  # an exact repeat: the cache
@@ -303,8 +303,8 @@ def settings_for(plan: Plan, data_dir: Path) -> Settings:
         rate_network_limit=plan.network_limit,
         rate_session_limit=plan.session_limit,
         budget_daily_usd=Decimal(100),
-        budget_address_usd=Decimal("0.10"),
-        budget_network_usd=Decimal("0.25"),
+        budget_address_usd=Decimal("0.06"),
+        budget_network_usd=Decimal("0.15"),
         budget_reserve_usd=Decimal("0.02"),  # bounds the costliest request, $0.015
     )
 
