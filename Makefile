@@ -120,9 +120,11 @@ invoke: install
 	@test -n "$(FN)" -a -n "$(EVENT)" || { echo "usage: make invoke FN=ask|feedback|ingest EVENT=events/NAME.json"; exit 2; }
 	$(BIN)/python -m scripts.invoke $(FN) $(EVENT)
 
-# Concurrency proofs of the guards on DynamoDB Local and SQLite; ends with `STRESS {json}`.
+# Concurrency proofs of the guards on DynamoDB Local and SQLite, then a sustained mixed run
+# through the app (bench/stress_mixed.py); each ends with `STRESS {json}`.
 stress: install dynamodb-local
 	$(BIN)/python -m bench.stress
+	$(BIN)/python -m bench.stress_mixed
 
 bench: install corpus
 	$(BIN)/python bench/bench_embed.py $(CORPUS)

@@ -124,15 +124,49 @@ def test_rate_limit_allows_the_limit_then_refuses_until_the_window_ends(
     key = new_id()
     decisions = [store.hit_rate_limit(key, window_seconds=HOUR, limit=3, now=NOW) for _ in range(4)]
     assert [d.allowed for d in decisions] == [True, True, True, False]
-    assert decisions[-1].retry_after == HOUR - 100
+    # The next window counts these 3 hits at first, fading: a request fits once they
+    # weigh 2 or less, a third of the way in.
+    assert decisions[-1].retry_after == HOUR - 100 + HOUR // 3
 
 
-def test_rate_limit_starts_afresh_in_the_next_window(store: StateStore) -> None:
+def test_the_previous_windows_hits_fade_out_over_the_next_window(store: StateStore) -> None:
     key = new_id()
     for _ in range(2):  # NOW opens a 100-second window
         store.hit_rate_limit(key, window_seconds=100, limit=2, now=NOW)
     assert not store.hit_rate_limit(key, window_seconds=100, limit=2, now=NOW + 99).allowed
-    assert store.hit_rate_limit(key, window_seconds=100, limit=2, now=NOW + 100).allowed
+    # At the next window's start the two hits still count in full ...
+    assert not store.hit_rate_limit(key, window_seconds=100, limit=2, now=NOW + 100).allowed
+    # ... halfway through, as one: one more request fits, not two.
+    halfway = [
+        store.hit_rate_limit(key, window_seconds=100, limit=2, now=NOW + 150) for _ in range(2)
+    ]
+    assert [d.allowed for d in halfway] == [True, False]
+    # A window later the first window no longer counts at all.
+    assert store.hit_rate_limit(key, window_seconds=100, limit=2, now=NOW + 200).allowed
+
+
+def test_a_client_cannot_send_twice_its_limit_across_a_window_edge(store: StateStore) -> None:
+    # Fixed windows let a client send its limit in the last second of one window and
+    # its limit again in the first second of the next: twice the limit in 2 s.
+    key, limit, window = new_id(), 20, 60
+    edge = (int(NOW) // window + 1) * window  # a window boundary after NOW
+    late = [
+        store.hit_rate_limit(key, window_seconds=window, limit=limit, now=edge - 1)
+        for _ in range(2 * limit)
+    ]
+    early = [
+        store.hit_rate_limit(key, window_seconds=window, limit=limit, now=edge + 1)
+        for _ in range(2 * limit)
+    ]
+    allowed = sum(d.allowed for d in late) + sum(d.allowed for d in early)
+    assert allowed == limit
+    refused = next(d for d in early if not d.allowed)
+    # What was sent fades over the new window: the next request fits by then.
+    assert refused.retry_after <= window
+    retry = store.hit_rate_limit(
+        key, window_seconds=window, limit=limit, now=edge + 1 + refused.retry_after
+    )
+    assert retry.allowed
 
 
 def test_rate_limit_keys_count_separately(store: StateStore) -> None:
@@ -310,6 +344,25 @@ def test_concurrent_requests_pass_a_rate_limit_exactly_limit_times(backend: Back
     )
 
     assert sum(decision.allowed for decision in results) == limit
+
+
+def test_concurrent_requests_halfway_through_a_window_pass_the_sliding_limit_exactly(
+    backend: Backend,
+) -> None:
+    key, limit, window = new_id(), 8, 100
+    start = (int(NOW) // window + 1) * window
+    first = backend.store()
+    for _ in range(limit):
+        first.hit_rate_limit(key, window_seconds=window, limit=limit, now=start - 1)
+    stores = [backend.store() for _ in range(30)]
+
+    # Halfway through the next window the full previous one weighs limit / 2.
+    results = together(
+        stores,
+        lambda s: s.hit_rate_limit(key, window_seconds=window, limit=limit, now=start + 50),
+    )
+
+    assert sum(decision.allowed for decision in results) == limit // 2
 
 
 def test_concurrent_offences_warn_once_and_end_the_session(backend: Backend) -> None:

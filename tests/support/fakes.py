@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import random
 import re
 import threading
 from collections import deque
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -165,10 +166,11 @@ class SlowToLoadChat(ScriptedChatModel):
 class OneInstantRateLimits(SqliteStateStore):
     """The SQLite state store with every rate-limit hit counted at the first hit's time.
 
-    Rate windows are fixed and aligned to the epoch, so two requests a few seconds
-    apart fall in different windows whenever a window's edge passes between them,
-    and the second is allowed. A test about what a refusal looks like pins the
-    clock here instead; the windows themselves are tested in the state contract.
+    Rate windows are aligned to the epoch and the previous window's hits fade as
+    the current one passes (candor.backends.rate_windows), so a request a few
+    seconds after a refused one can be allowed. A test about what a refusal looks
+    like pins the clock here instead; the windows themselves are tested in the
+    state contract.
     """
 
     _first_hit: float | None = None
@@ -181,3 +183,54 @@ class OneInstantRateLimits(SqliteStateStore):
         return super().hit_rate_limit(
             key, window_seconds=window_seconds, limit=limit, now=self._first_hit
         )
+
+
+# What EndlessChat answers each kind of call with, when it does not fail.
+ENDLESS_REPLIES: dict[str, Any] = {
+    "Triage": {"abusive": False, "kind": "question"},
+    "Moderation": {"insulting": False},
+    "Rewrite": {"query": "git push options"},
+    "judge": True,
+    "text": "It refuses to overwrite work you have not seen [1].",
+}
+
+
+@dataclass
+class EndlessChat(ScriptedChatModel):
+    """A scripted model whose script never runs out, for load runs (bench/stress_mixed.py).
+
+    Every call gets ENDLESS_REPLIES' reply for its kind after a latency drawn from
+    `latency` (seconds, low and high), or fails with ModelError at `failure_rate`:
+    before it answers, or for a streamed reply partway through, after some pieces.
+    A call costs `cost_of(messages)` dollars (else `cost_per_call`). Seeded: a run
+    with the same seed and the same order of calls draws the same.
+    """
+
+    seed: int = 0
+    failure_rate: float = 0.0
+    latency: tuple[float, float] = (0.0, 0.0)
+    cost_of: Callable[[Sequence[Message]], float] | None = None
+    failures: int = 0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._random = random.Random(self.seed)
+
+    def _next(self, kind: str, messages: Sequence[Message]) -> Any:
+        self.calls.append(Call(kind, list(messages)))
+        reply = ENDLESS_REPLIES[kind]
+        if self._random.random() < self.failure_rate:
+            self.failures += 1
+            if kind == "text" and self._random.random() < 0.5:
+                # Cut off mid-answer, as a dropped connection would.
+                reply = Streamed(words(str(reply))[:3], fail=model_failure("the stream broke"))
+            else:
+                raise model_failure()
+        seconds = self._random.uniform(*self.latency)
+        return Stall(seconds, reply) if seconds > 0 else reply
+
+    def _usage(self, messages: Sequence[Message], output: str) -> Usage:
+        usage = super()._usage(messages, output)
+        if self.cost_of is None:
+            return usage
+        return Usage(usage.tokens_in, usage.tokens_out, self.cost_of(messages))

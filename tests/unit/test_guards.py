@@ -74,7 +74,8 @@ def test_requests_over_the_address_limit_get_429_with_retry_after_and_a_reason(
 
     refused = statuses[-1]
     assert [r.status_code for r in statuses] == [200, 200, 429]
-    assert 1 <= int(refused.headers["Retry-After"]) <= 60
+    # Within the next window: this one's hits fade over it (candor.backends.rate_windows).
+    assert 1 <= int(refused.headers["Retry-After"]) <= 2 * 60
     assert "your address" in refused.json()["detail"]
     assert len(chat.calls) == 2
 
@@ -123,6 +124,43 @@ def test_behind_a_trusted_proxy_each_forwarded_address_has_its_own_limit(
     assert (first.status_code, second.status_code) == (200, 200)
 
 
+def from_address(address: str) -> dict[str, str]:
+    # Behind one trusted proxy (trusted_proxy_hops=1) its entry is the client's address.
+    return {"X-Forwarded-For": address}
+
+
+@pytest.mark.parametrize(
+    ("neighbours", "outsider"),
+    [
+        (["203.0.113.1", "203.0.113.2", "203.0.113.3", "203.0.113.4"], "203.0.114.1"),
+        (
+            ["2001:db8:5:1::1", "2001:db8:5:2::1", "2001:db8:5:3::1", "2001:db8:5:4::1"],
+            "2001:db8:6::1",
+        ),
+    ],
+    ids=["ipv4-24", "ipv6-48"],
+)
+def test_addresses_of_one_network_share_a_network_rate_limit(
+    make_deps: MakeDeps, neighbours: list[str], outsider: str
+) -> None:
+    # Each address is under its own limit; together the /24 (or /48) is over its own.
+    chat = ScriptedChatModel({"Triage": [CONTACT] * 5})
+    client = http(guarded(make_deps, chat, trusted_proxy_hops=1, rate_network_limit=3))
+
+    statuses = [
+        client.post("/ask", json={"question": f"contact {n}?"}, headers=from_address(a))
+        for n, a in enumerate(neighbours)
+    ]
+    elsewhere = client.post("/ask", json={"question": "email?"}, headers=from_address(outsider))
+
+    assert [r.status_code for r in statuses] == [200, 200, 200, 429]
+    refused = statuses[-1].json()
+    assert refused["reason"] == "rate_limited" and "your network" in refused["detail"]
+    assert "Retry-After" in statuses[-1].headers
+    assert elsewhere.status_code == 200
+    assert len(chat.calls) == 4
+
+
 class Context:
     function_name = "candor-ask"
     memory_limit_in_mb = 1024
@@ -160,7 +198,14 @@ def test_a_spent_daily_budget_refuses_with_503_and_makes_no_model_call(
     make_deps: MakeDeps,
 ) -> None:
     chat = ScriptedChatModel({})
-    deps = guarded(make_deps, chat, budget_daily_usd=Decimal("0.01"))
+    # The address's and the network's shares set high: only the day refuses.
+    deps = guarded(
+        make_deps,
+        chat,
+        budget_daily_usd=Decimal("0.01"),
+        budget_address_usd=Decimal(1),
+        budget_network_usd=Decimal(1),
+    )
     deps.state.reserve_budget(
         guards.daily_ledger(time.time()), Decimal("0.01"), cap=Decimal("0.01"), expires_at=2**31
     )
@@ -234,6 +279,96 @@ def test_a_call_that_failed_after_it_was_sent_is_charged_its_bound_within_the_re
     http(deps).post("/ask", json={"question": QUESTION})
 
     assert Decimal("0.001") < today_spent(deps) <= held
+
+
+def test_one_ipv6_48_cannot_spend_the_days_budget_for_everyone(make_deps: MakeDeps) -> None:
+    # One /48 holds 65,536 /64s, each with its own address limit: 40 of them ask
+    # one question each. They may spend the network's share (20% of the day), not
+    # the day, and a visitor from elsewhere is still answered.
+    chat = answering(times=41, cost=0.01)
+    deps = guarded(
+        make_deps,
+        chat,
+        trusted_proxy_hops=1,
+        cache_enabled=False,
+        budget_daily_usd=Decimal("1"),
+        budget_reserve_usd=Decimal("0.03"),  # what one answer costs: three calls at $0.01
+    )
+    client = http(deps)
+    block = [f"2001:db8:7:{n:x}::1" for n in range(40)]
+
+    statuses = [
+        client.post("/ask", json={"question": f"{QUESTION} ({n})"}, headers=from_address(a))
+        for n, a in enumerate(block)
+    ]
+    outsider = client.post("/ask", json={"question": QUESTION}, headers=from_address("192.0.2.7"))
+
+    assert outsider.status_code == 200
+    served = [r for r in statuses if r.status_code == 200]
+    refused = [r.json() for r in statuses if r.status_code != 200]
+    assert len(served) == 6  # the network's $0.20 holds six answers of $0.03
+    assert {(r["reason"], "your network" in r["detail"]) for r in refused} == {
+        ("budget_exhausted", True)
+    }
+    assert all(r.status_code == 503 for r in statuses if r.status_code != 200)
+    assert today_spent(deps) == Decimal("0.21")
+
+
+def test_one_address_cannot_spend_more_than_its_share_of_the_day(make_deps: MakeDeps) -> None:
+    chat = answering(times=6, cost=0.01)
+    deps = guarded(
+        make_deps,
+        chat,
+        trusted_proxy_hops=1,
+        cache_enabled=False,
+        rate_address_limit=100,
+        budget_daily_usd=Decimal("2"),  # 5% of it: $0.10 per address, three answers
+        budget_reserve_usd=Decimal("0.03"),
+    )
+    client = http(deps)
+
+    own = [
+        client.post("/ask", json={"question": f"{QUESTION} {n}"}, headers=from_address("192.0.2.9"))
+        for n in range(5)
+    ]
+    calls = len(chat.calls)
+    neighbour = client.post("/ask", json={"question": QUESTION}, headers=from_address("192.0.2.10"))
+
+    assert [r.status_code for r in own] == [200, 200, 200, 503, 503]
+    refused = own[-1].json()
+    assert refused["reason"] == "budget_exhausted" and "your address" in refused["detail"]
+    assert calls == 3 * 3  # the refused requests made no model call
+    assert neighbour.status_code == 200
+    assert today_spent(deps) == Decimal("0.12")
+
+
+def test_a_refused_later_hold_returns_the_address_and_network_holds(make_deps: MakeDeps) -> None:
+    deps = guarded(
+        make_deps,
+        ScriptedChatModel({}),
+        trusted_proxy_hops=1,
+        budget_reserve_usd=Decimal("0.01"),
+        budget_session_usd=Decimal("0.001"),  # less than one reservation
+    )
+
+    response = http(deps).post(
+        "/ask", json={"question": QUESTION}, headers=from_address("192.0.2.11")
+    )
+
+    assert response.status_code == 503
+    assert "conversation" in response.json()["detail"]
+    now = time.time()
+    assert deps.state.budget_spent(guards.address_ledger("192.0.2.11", now)) == 0
+    assert deps.state.budget_spent(guards.network_ledger("192.0.2.11", now)) == 0
+    assert today_spent(deps) == 0
+
+
+def test_the_address_and_network_shares_default_to_parts_of_the_day(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path, budget_daily_usd=Decimal("5"))
+    assert guards.address_share(settings) == Decimal("0.25")
+    assert guards.network_share(settings) == Decimal("1")
+    fixed = settings.model_copy(update={"budget_address_usd": Decimal("0.5")})
+    assert guards.address_share(fixed) == Decimal("0.5")
 
 
 # The answer cache.
@@ -348,6 +483,17 @@ def test_ipv6_addresses_share_a_limit_per_64_block() -> None:
     second = guards.address_key("2001:db8:1:2:ffff::9")
     assert first == second == "2001:db8:1:2::/64"
     assert guards.address_key("203.0.113.17") == "203.0.113.17"
+
+
+def test_networks_are_ipv4_24_and_ipv6_48_blocks() -> None:
+    assert guards.network_key("203.0.113.17") == "203.0.113.0/24"
+    assert guards.network_key("2001:db8:1:2::1") == guards.network_key("2001:db8:1:ff::9")
+    assert guards.network_key("2001:db8:1:2::1") == "2001:db8:1::/48"
+
+
+def test_an_ipv4_mapped_ipv6_address_counts_as_its_ipv4_address() -> None:
+    assert guards.address_key("::ffff:203.0.113.17") == "203.0.113.17"
+    assert guards.network_key("::ffff:203.0.113.17") == "203.0.113.0/24"
 
 
 def test_the_configured_reservation_is_used_as_is(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ import ast
 import importlib.util
 import os
 import re
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -677,3 +678,39 @@ def test_ingest_function_has_time_for_a_long_document_and_a_small_concurrency() 
 def test_ingest_size_limit_parses_as_a_setting() -> None:
     limit = environment("IngestFunction")["CANDOR_INGEST_MAX_BYTES"]
     assert Settings(ingest_max_bytes=limit).ingest_max_bytes == 20 * 1024 * 1024
+
+
+def test_the_budget_shares_and_the_network_limit_reach_the_functions() -> None:
+    ask, feedback = environment("AskFunction"), environment("FeedbackFunction")
+    for variable, parameter, condition in [
+        ("CANDOR_BUDGET_ADDRESS_USD", "AddressBudgetUsd", "SetAddressBudget"),
+        ("CANDOR_BUDGET_NETWORK_USD", "NetworkBudgetUsd", "SetNetworkBudget"),
+    ]:
+        # Left empty, the variable is not set and the setting's default (a part of
+        # the daily budget) holds: an empty value would not parse as a number.
+        assert ask[variable] == {"Fn::If": [condition, {"Ref": parameter}, {"Ref": "AWS::NoValue"}]}
+        assert TEMPLATE["Conditions"][condition] == {
+            "Fn::Not": [{"Fn::Equals": [{"Ref": parameter}, ""]}]
+        }
+        assert PARAMETERS[parameter]["Default"] == ""
+    # Ratings count against the same rate limits as questions.
+    assert ask["CANDOR_RATE_NETWORK_LIMIT"] == {"Ref": "NetworkRateLimit"}
+    assert feedback["CANDOR_RATE_NETWORK_LIMIT"] == {"Ref": "NetworkRateLimit"}
+    assert (
+        PARAMETERS["NetworkRateLimit"]["Default"]
+        == Settings.model_fields["rate_network_limit"].default
+    )
+
+
+@pytest.mark.parametrize("value", ["0.25", "3", "0", "1.000001"])
+def test_a_budget_share_the_parameter_accepts_parses_as_a_setting(
+    value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for parameter, variable in [
+        ("AddressBudgetUsd", "CANDOR_BUDGET_ADDRESS_USD"),
+        ("NetworkBudgetUsd", "CANDOR_BUDGET_NETWORK_USD"),
+    ]:
+        assert re.fullmatch(PARAMETERS[parameter]["AllowedPattern"], value)
+        monkeypatch.setenv(variable, value)
+    settings = Settings()
+    assert settings.budget_address_usd == settings.budget_network_usd == Decimal(value)

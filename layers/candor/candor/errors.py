@@ -39,11 +39,15 @@ class RateLimitedError(CandorError):
 
 
 class BudgetExhaustedError(CandorError):
-    """The spending budget cannot cover another request; no model call was made."""
+    """The spending budget cannot cover another request; no model call was made.
 
-    def __init__(self, reason: str) -> None:
+    `ledger` names the budget that refused: "address", "network", "session" or "day".
+    """
+
+    def __init__(self, reason: str, ledger: str = "day") -> None:
         super().__init__(reason)
         self.reason = reason
+        self.ledger = ledger
 
 
 class StateStoreError(CandorError):

@@ -51,15 +51,38 @@ def client_address(peer: str | None, forwarded_for: str | None, trusted_hops: in
     return hops[-trusted_hops] if len(hops) >= trusted_hops else peer
 
 
-def address_key(address: str) -> str:
-    """IPv4 addresses as they are; IPv6 by /64, the block one subscriber usually holds."""
+def _parsed(address: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     try:
         parsed = ipaddress.ip_address(address)
     except ValueError:
+        return None
+    # An IPv4 client seen through a dual-stack socket is its IPv4 address.
+    if parsed.version == 6 and parsed.ipv4_mapped is not None:
+        return parsed.ipv4_mapped
+    return parsed
+
+
+def address_key(address: str) -> str:
+    """IPv4 addresses as they are; IPv6 by /64, the block one subscriber usually holds."""
+    parsed = _parsed(address)
+    if parsed is None:
         return address
     if parsed.version == 6:
         return str(ipaddress.ip_network(f"{parsed}/64", strict=False))
     return str(parsed)
+
+
+def network_key(address: str) -> str:
+    """The block around an address: IPv4 by /24, IPv6 by /48 (a site's usual allocation).
+
+    One subscriber's /48 holds 65,536 /64s, each with an address limit and an
+    address share of the budget of its own; the network's are what bound them together.
+    """
+    parsed = _parsed(address)
+    if parsed is None:
+        return address
+    prefix = 48 if parsed.version == 6 else 24
+    return str(ipaddress.ip_network(f"{parsed}/{prefix}", strict=False))
 
 
 # Rate limits.
@@ -68,15 +91,28 @@ def address_key(address: str) -> str:
 def check_rate_limits(
     state: StateStore, settings: Settings, *, address: str | None, session_id: str, now: float
 ) -> None:
-    """Count the request against its address and its session; raise when either is full."""
+    """Count the request against its address, its network and its session; raise when one is full.
+
+    Each check counts the request before the next is made, so a request refused by
+    its network or its session still counts against its address.
+    """
+    window = settings.rate_address_window_seconds
     checks: list[tuple[str, int, int, str]] = []
     if address:
         checks.append(
             (
                 f"address#{address_key(address)}",
-                settings.rate_address_window_seconds,
+                window,
                 settings.rate_address_limit,
                 "too many requests from your address",
+            )
+        )
+        checks.append(
+            (
+                f"network#{network_key(address)}",
+                window,
+                settings.rate_network_limit,
+                "too many requests from your network",
             )
         )
     checks.append(
@@ -87,13 +123,13 @@ def check_rate_limits(
             "too many requests in this conversation",
         )
     )
-    for key, window, limit, what in checks:
-        decision = state.hit_rate_limit(key, window_seconds=window, limit=limit, now=now)
+    for key, seconds, limit, what in checks:
+        decision = state.hit_rate_limit(key, window_seconds=seconds, limit=limit, now=now)
         if not decision.allowed:
             observability.count("rate_limited")
             raise RateLimitedError(
                 decision.retry_after,
-                f"{what}: at most {limit} every {window} s; try again in {decision.retry_after} s",
+                f"{what}: at most {limit} every {seconds} s; try again in {decision.retry_after} s",
             )
 
 
@@ -133,12 +169,41 @@ class Hold:
     amount: Decimal
 
 
+def _day(now: float) -> str:
+    return f"{datetime.fromtimestamp(now, UTC):%Y-%m-%d}"
+
+
 def daily_ledger(now: float) -> str:
-    return f"day#{datetime.fromtimestamp(now, UTC):%Y-%m-%d}"
+    return f"day#{_day(now)}"
 
 
 def session_ledger(session_id: str) -> str:
     return f"session#{session_id}"
+
+
+def address_ledger(address: str, now: float) -> str:
+    return f"address#{address_key(address)}#{_day(now)}"
+
+
+def network_ledger(address: str, now: float) -> str:
+    return f"network#{network_key(address)}#{_day(now)}"
+
+
+# Unset, an address may spend this part of each day's budget, and a network this part.
+ADDRESS_SHARE = Decimal("0.05")
+NETWORK_SHARE = Decimal("0.20")
+
+
+def address_share(settings: Settings) -> Decimal:
+    if settings.budget_address_usd is not None:
+        return settings.budget_address_usd
+    return usd(settings.budget_daily_usd * ADDRESS_SHARE)
+
+
+def network_share(settings: Settings) -> Decimal:
+    if settings.budget_network_usd is not None:
+        return settings.budget_network_usd
+    return usd(settings.budget_daily_usd * NETWORK_SHARE)
 
 
 def _end_of_day(now: float) -> int:
@@ -146,38 +211,59 @@ def _end_of_day(now: float) -> int:
     return int((day + timedelta(days=1)).timestamp())
 
 
-def reserve(
-    state: StateStore, settings: Settings, *, session_id: str, amount: Decimal, now: float
-) -> list[Hold]:
-    """Hold `amount` on the day's ledger (and the session's); raise if a cap would be passed.
+# What a visitor reads when a budget refuses, by the ledger that refused.
+BUDGET_REASONS = {
+    "address": "your address has used up its share of today's spending budget; "
+    "try again tomorrow (UTC)",
+    "network": "your network has used up its share of today's spending budget; "
+    "try again tomorrow (UTC)",
+    "session": "this conversation has used up its spending budget; start a new one",
+    "day": "the daily spending budget of this service is used up; try again tomorrow (UTC)",
+}
 
-    Each hold is one conditional write. When a later hold fails, the earlier
-    ones are refunded before the error is raised.
+
+def reserve(
+    state: StateStore,
+    settings: Settings,
+    *,
+    session_id: str,
+    amount: Decimal,
+    now: float,
+    address: str | None = None,
+) -> list[Hold]:
+    """Hold `amount` on each ledger the request spends from; raise if a cap would be passed.
+
+    In order: the client address's share of the day and its network's (when the
+    address is known), the session's budget (when set), then the day's. Each hold
+    is one conditional write. When a later hold fails, the earlier ones are
+    refunded before the error is raised.
     """
-    # A day's ledger outlives its day a little, for anyone reading yesterday's spend.
-    ledgers = [
-        (
-            daily_ledger(now),
-            settings.budget_daily_usd,
-            _end_of_day(now) + 86_400,
-            "the daily spending budget of this service is used up; try again tomorrow (UTC)",
+    # A day's ledgers outlive their day a little, for anyone reading yesterday's spend.
+    day_expires = _end_of_day(now) + 86_400
+    ledgers: list[tuple[str, str, Decimal, int]] = []
+    if address:
+        ledgers.append(
+            ("address", address_ledger(address, now), address_share(settings), day_expires)
         )
-    ]
+        ledgers.append(
+            ("network", network_ledger(address, now), network_share(settings), day_expires)
+        )
     if settings.budget_session_usd is not None:
         ledgers.append(
             (
+                "session",
                 session_ledger(session_id),
                 settings.budget_session_usd,
                 int(now) + 30 * 86_400,
-                "this conversation has used up its spending budget; start a new one",
             )
         )
+    ledgers.append(("day", daily_ledger(now), settings.budget_daily_usd, day_expires))
     holds: list[Hold] = []
-    for ledger, cap, expires_at, reason in ledgers:
+    for which, ledger, cap, expires_at in ledgers:
         if not state.reserve_budget(ledger, amount, cap=cap, expires_at=expires_at):
             settle(state, holds, Decimal(0))
             observability.count("budget_refused")
-            raise BudgetExhaustedError(reason)
+            raise BudgetExhaustedError(BUDGET_REASONS[which], which)
         holds.append(Hold(ledger, amount))
     return holds
 

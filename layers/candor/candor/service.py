@@ -136,9 +136,10 @@ async def prepare(
 ) -> PreparedAsk:
     """Run every guard of one question in a session, then start its run. In this order:
 
-    rate limits (per `client` address and per session), the ended-session check,
-    the answer cache (a hit makes no model call and reserves nothing), then a
-    budget reservation held around every model call of the graph.
+    rate limits (per `client` address, its network and the session), the
+    ended-session check, the answer cache (a hit makes no model call and reserves
+    nothing), then a budget reservation (the address's and the network's shares of
+    the day, the session's, the day's) held around every model call of the graph.
     Raises RateLimitedError, SessionEndedError or BudgetExhaustedError here, so
     that a refusal is decided before any answer is sent. The run raises
     DeadlineExceededError when it passes the request's deadline. Once the graph
@@ -203,7 +204,13 @@ async def prepare(
     history = session.history[-settings.history_turns :] if settings.history_turns else []
     amount = guards.reservation_usd(settings, deps.chat.name, deps.embedder)
     holds = await asyncio.to_thread(
-        guards.reserve, deps.state, settings, session_id=session_id, amount=amount, now=now
+        guards.reserve,
+        deps.state,
+        settings,
+        session_id=session_id,
+        amount=amount,
+        now=now,
+        address=client,
     )
 
     async def answer_from_graph(emit: runner.Emit) -> AskResult:

@@ -187,9 +187,13 @@ class Settings(BaseSettings):
     chunk_chars: int = Field(default=800, ge=100, le=8000)
     chunk_overlap: int = Field(default=100, ge=0, le=1000)
 
-    # Guards (README, "Guards"). Rate limits count requests in fixed windows.
+    # Guards (README, "Guards"). Rate limits count requests in sliding windows: the
+    # current window's hits plus the previous window's, fading (candor.backends.rate_windows).
+    # An address is an IPv4 address or an IPv6 /64; its network, counted beside it in
+    # the address window, an IPv4 /24 or an IPv6 /48.
     rate_address_limit: int = Field(default=20, ge=1, description="requests per window")
     rate_address_window_seconds: int = Field(default=60, ge=1, le=86_400)
+    rate_network_limit: int = Field(default=100, ge=1, description="requests per address window")
     rate_session_limit: int = Field(default=10, ge=1, description="requests per window")
     rate_session_window_seconds: int = Field(default=60, ge=1, le=86_400)
     # 0: the client address is the connection's peer (on Lambda, API Gateway's
@@ -199,6 +203,10 @@ class Settings(BaseSettings):
     # Spending, in US dollars: one ledger per UTC day, and optionally one per session.
     budget_daily_usd: Decimal = Field(default=Decimal("5"), ge=0, decimal_places=6)
     budget_session_usd: Decimal | None = Field(default=None, ge=0, decimal_places=6)
+    # What one address, and one network, may spend of each day's budget. Unset: 5%
+    # and 20% of budget_daily_usd (candor.guards.address_share, network_share).
+    budget_address_usd: Decimal | None = Field(default=None, ge=0, decimal_places=6)
+    budget_network_usd: Decimal | None = Field(default=None, ge=0, decimal_places=6)
     # Held per request before the first model call. Unset: the most the graph can
     # spend, from the chat model's price and the token caps (candor.guards).
     budget_reserve_usd: Decimal | None = Field(default=None, ge=0, decimal_places=9)

@@ -5,7 +5,7 @@ attribute `expires_at` (infra/template.yaml, StateTable). Items:
 
     pk                      sk               attributes
     session#<id>            session          offences, history (JSON), turns, expires_at
-    rate#<key>              window#<start>   hits, expires_at
+    rate#<key>              window#<start>   hits, expires_at (the end of the next window)
     budget#<ledger key>     ledger           spent, expires_at
     cache#<sha256>          answer           answer, expires_at
     verdict#<sha256>        verdict          verdict, expires_at
@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import random
 import time
 import zlib
@@ -38,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from candor.backends import rate_windows
 from candor.errors import StateStoreError
 from candor.ports import (
     CacheKey,
@@ -174,19 +174,49 @@ class DynamoDBStateStore:
     def hit_rate_limit(
         self, key: str, *, window_seconds: int, limit: int, now: float
     ) -> RateDecision:
-        start = math.floor(now / window_seconds) * window_seconds
-        end = start + window_seconds
-        retry_after = max(1, math.ceil(end - now))
-        if limit < 1:
-            return RateDecision(False, retry_after)
-        allowed = self._update_if(
-            _key(f"rate#{key}", f"window#{start}"),
-            "ADD #hits :one SET #expires = :expires",
-            "attribute_not_exists(#hits) OR #hits < :limit",
-            names={"#hits": "hits", "#expires": "expires_at"},
-            values={":one": _n(1), ":expires": _n(end), ":limit": _n(limit)},
-        )
-        return RateDecision(True) if allowed else RateDecision(False, retry_after)
+        w = rate_windows.windows(window_seconds, now)
+        # The previous window is closed: no request writes to it any more, so its
+        # hits read here stay true while the conditional write below decides.
+        previous = self._hits(key, w.previous_start)
+        cap = rate_windows.allowance(limit, previous, w)
+        current: int | None = None
+        if cap > 0:
+            try:
+                self._client.update_item(
+                    TableName=self._table,
+                    Key=_key(f"rate#{key}", f"window#{w.start}"),
+                    UpdateExpression="ADD #hits :one SET #expires = :expires",
+                    ConditionExpression="attribute_not_exists(#hits) OR #hits < :cap",
+                    ExpressionAttributeNames={"#hits": "hits", "#expires": "expires_at"},
+                    ExpressionAttributeValues={
+                        ":one": _n(1),
+                        ":expires": _n(w.expires_at),
+                        ":cap": _n(cap),
+                    },
+                    # A refusal carries the hits that refused it, for its Retry-After.
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                )
+            except self._conflict as refused:
+                item: dict[str, Any] = refused.response.get("Item") or {}  # type: ignore[assignment]
+                hits = _number(item, "hits")
+                current = int(hits) if hits is not None else self._hits(key, w.start)
+            except ClientError as error:
+                raise StateStoreError(f"DynamoDB UpdateItem failed: {_code(error)}") from error
+            except BotoCoreError as error:
+                raise StateStoreError(
+                    f"DynamoDB UpdateItem failed: {type(error).__name__}: {error}"
+                ) from error
+        else:
+            current = self._hits(key, w.start)
+        if current is None:
+            return RateDecision(True)
+        return RateDecision(False, rate_windows.retry_after(limit, previous, current, w))
+
+    def _hits(self, key: str, window_start: int) -> int:
+        # Expired or not: a window is read only while it is the current or the previous one.
+        item = self._get(_key(f"rate#{key}", f"window#{window_start}"), include_expired=True)
+        hits = None if item is None else _number(item, "hits")
+        return 0 if hits is None else int(hits)
 
     # Spending.
 

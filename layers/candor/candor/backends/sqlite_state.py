@@ -9,7 +9,6 @@ a float ledger would drift from the cap it is compared with.
 from __future__ import annotations
 
 import json
-import math
 import sqlite3
 import threading
 import time
@@ -19,6 +18,7 @@ from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from pathlib import Path
 from typing import Any
 
+from candor.backends import rate_windows
 from candor.errors import StateStoreError
 from candor.ports import (
     CacheKey,
@@ -84,11 +84,6 @@ def to_nanos(amount: Decimal, *, rounding: str = ROUND_CEILING) -> int:
 
 def from_nanos(nanos: int) -> Decimal:
     return (Decimal(nanos) * NANO).normalize()
-
-
-def window_bounds(window_seconds: int, now: float) -> tuple[int, int]:
-    start = math.floor(now / window_seconds) * window_seconds
-    return start, start + window_seconds
 
 
 class SqliteStateStore:
@@ -180,22 +175,46 @@ class SqliteStateStore:
     def hit_rate_limit(
         self, key: str, *, window_seconds: int, limit: int, now: float
     ) -> RateDecision:
-        start, end = window_bounds(window_seconds, now)
-        retry_after = max(1, math.ceil(end - now))
-        if limit < 1:
-            return RateDecision(False, retry_after)
-        # A refused hit leaves the row alone: the WHERE on the update fails and
-        # RETURNING yields no row.
-        row = self._write(
-            """
-            INSERT INTO rate_windows (key, window_start, hits, expires_at) VALUES (?1, ?2, 1, ?3)
-            ON CONFLICT (key, window_start) DO UPDATE SET hits = hits + 1
-            WHERE rate_windows.hits < ?4
-            RETURNING hits
-            """,
-            (key, start, end, limit),
-        )
-        return RateDecision(True) if row is not None else RateDecision(False, retry_after)
+        w = rate_windows.windows(window_seconds, now)
+        with self._locked():
+            # Under the connection's lock and in one transaction with the write, so
+            # another process's hit cannot land between the read and the write.
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                previous = self._hits(key, w.previous_start)
+                cap = rate_windows.allowance(limit, previous, w)
+                # A refused hit leaves the row alone: the WHERE on the update fails
+                # and RETURNING yields no row.
+                rows = (
+                    self._db.execute(
+                        """
+                        INSERT INTO rate_windows (key, window_start, hits, expires_at)
+                        VALUES (?1, ?2, 1, ?3)
+                        ON CONFLICT (key, window_start) DO UPDATE SET hits = hits + 1
+                        WHERE rate_windows.hits < ?4
+                        RETURNING hits
+                        """,
+                        (key, w.start, w.expires_at, cap),
+                    ).fetchall()
+                    if cap > 0
+                    else []
+                )
+                current = None if rows else self._hits(key, w.start)
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._count_write()
+        if current is None:
+            return RateDecision(True)
+        return RateDecision(False, rate_windows.retry_after(limit, previous, current, w))
+
+    def _hits(self, key: str, window_start: int) -> int:
+        row = self._db.execute(
+            "SELECT hits FROM rate_windows WHERE key = ? AND window_start = ?",
+            (key, window_start),
+        ).fetchone()
+        return int(row[0]) if row else 0
 
     # Spending.
 
@@ -301,10 +320,13 @@ class SqliteStateStore:
         with self._locked():
             # fetchall steps the statement to its end, so autocommit commits here.
             rows = self._db.execute(sql, parameters).fetchall()
-            self._writes += 1
-            if self._writes % PURGE_EVERY == 0:
-                self._purge(time.time())
+            self._count_write()
         return tuple(rows[0]) if rows else None
+
+    def _count_write(self) -> None:
+        self._writes += 1
+        if self._writes % PURGE_EVERY == 0:
+            self._purge(time.time())
 
     def _purge(self, now: float) -> None:
         for table in ("rate_windows", "ledgers", "answer_cache", "verdicts", "traces"):
