@@ -236,6 +236,10 @@ class StateStore(Protocol):
         """The session, or a new active one with no history."""
         ...
 
+    def session_status(self, session_id: str) -> SessionStatus:
+        """The session's status alone, without reading its history ("active" if new)."""
+        ...
+
     def record_offence(self, session_id: str) -> SessionStatus:
         """Atomically move active -> warned, warned -> ended; return the new status."""
         ...

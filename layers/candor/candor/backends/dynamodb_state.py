@@ -125,6 +125,12 @@ class DynamoDBStateStore:
         turns = json.loads(stored["history"]["S"]) if stored and "history" in stored else []
         return Session(session_id, STATUSES[min(offences, 2)], [Turn(**turn) for turn in turns])
 
+    def session_status(self, session_id: str) -> SessionStatus:
+        # Only the session item: the feedback function, which asks this, has no grant
+        # on history#... items.
+        session = self._get(_key(f"session#{session_id}", "session"))
+        return STATUSES[min(int(_number(session, "offences") or 0) if session else 0, 2)]
+
     def record_offence(self, session_id: str) -> SessionStatus:
         # A counter moves active -> warned -> ended in one write with no condition
         # to lose: two offences racing each count, and the status is read from the sum.

@@ -145,6 +145,14 @@ class SqliteStateStore:
         history = [Turn(**turn) for turn in json.loads(turns[0])] if turns else []
         return Session(session_id, status[0] if status else "active", history)
 
+    def session_status(self, session_id: str) -> SessionStatus:
+        with self._locked():
+            row = self._db.execute(
+                "SELECT status FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+        status: SessionStatus = row[0] if row else "active"
+        return status
+
     def record_offence(self, session_id: str) -> SessionStatus:
         with self._locked():
             (row,) = self._db.execute(
