@@ -60,7 +60,7 @@ def test_the_ask_function_is_granted_every_call_the_store_makes(
 
     store.get_session(session_id)
     store.record_offence(session_id)
-    store.append_turn(session_id, Turn("q", "a", "answered"), keep=3)
+    store.append_turn(session_id, Turn("q", "a", "answered"), keep=3, expires_at=2**31)
     store.hit_rate_limit("k", window_seconds=60, limit=1, now=0.0)
     store.reserve_budget("l", Decimal("0.01"), cap=Decimal("1"), expires_at=2**31)
     store.settle_budget("l", reserved=Decimal("0.01"), actual=Decimal(0))

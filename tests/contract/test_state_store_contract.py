@@ -8,6 +8,9 @@ concurrent writes, so it cannot back a concurrency claim.
 
 from __future__ import annotations
 
+import asyncio
+import json
+import sqlite3
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -18,10 +21,17 @@ from pathlib import Path
 import pytest
 
 from candor.backends.dynamodb_state import DynamoDBStateStore
+from candor.backends.hashing_embedder import HashingEmbedder
+from candor.backends.sqlite_index import SqliteVectorIndex
 from candor.backends.sqlite_state import SqliteStateStore
+from candor.deps import Deps
 from candor.ports import CacheKey, StateStore, StoredTrace, Turn, trace_day
+from candor.service import ask
+from candor.settings import Settings
+from tests.conftest import PASSAGES
 from tests.support import dynamodb_local
 from tests.support.concurrency import together
+from tests.support.fakes import ScriptedChatModel
 
 pytestmark = pytest.mark.integration
 
@@ -37,6 +47,8 @@ class Backend:
     """Opens stores on one shared backing (a SQLite file, a DynamoDB table)."""
 
     store: Callable[[], StateStore]
+    # Everything stored, read past the store: (where, text of the record, its expires_at).
+    records: Callable[[], list[tuple[str, str, float | None]]]
 
 
 @pytest.fixture(params=["sqlite", "dynamodb"])
@@ -50,7 +62,27 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
             closers.append(store.close)
             return store
 
-        yield Backend(open_sqlite)
+        def sqlite_records() -> list[tuple[str, str, float | None]]:
+            db = sqlite3.connect(path)
+            found = []
+            try:
+                tables = [
+                    row[0]
+                    for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+                ]
+                for table in tables:
+                    cursor = db.execute(f"SELECT * FROM {table}")
+                    columns = [c[0] for c in cursor.description]
+                    for row in cursor:
+                        fields = dict(zip(columns, row, strict=True))
+                        found.append(
+                            (table, json.dumps(fields, default=str), fields.get("expires_at"))
+                        )
+            finally:
+                db.close()
+            return found
+
+        yield Backend(open_sqlite, sqlite_records)
     else:
         endpoint: str = request.getfixturevalue("dynamodb_endpoint")
         admin = dynamodb_local.client(endpoint)
@@ -59,7 +91,18 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
         def open_dynamodb() -> StateStore:
             return DynamoDBStateStore(table, client=dynamodb_local.client(endpoint))
 
-        yield Backend(open_dynamodb)
+        def dynamodb_records() -> list[tuple[str, str, float | None]]:
+            items = admin.scan(TableName=table, ConsistentRead=True)["Items"]
+            return [
+                (
+                    item["pk"]["S"].split("#", 1)[0],
+                    json.dumps(item),
+                    float(item["expires_at"]["N"]) if "expires_at" in item else None,
+                )
+                for item in items
+            ]
+
+        yield Backend(open_dynamodb, dynamodb_records)
         admin.delete_table(TableName=table)
     for close in closers:
         close()
@@ -95,7 +138,9 @@ def test_offences_move_a_session_from_active_to_warned_to_ended(store: StateStor
 def test_history_keeps_only_the_last_turns(store: StateStore) -> None:
     session_id = new_id()
     for n in range(5):
-        store.append_turn(session_id, Turn(f"q{n}", f"a{n}", "answered"), keep=3)
+        store.append_turn(
+            session_id, Turn(f"q{n}", f"a{n}", "answered"), keep=3, expires_at=DAY_LATER
+        )
     history = store.get_session(session_id).history
     assert [turn.question for turn in history] == ["q2", "q3", "q4"]
     assert history[-1] == Turn("q4", "a4", "answered")
@@ -104,15 +149,111 @@ def test_history_keeps_only_the_last_turns(store: StateStore) -> None:
 def test_a_new_turn_keeps_the_warning(store: StateStore) -> None:
     session_id = new_id()
     store.record_offence(session_id)
-    store.append_turn(session_id, Turn("q", "a", "warned"), keep=3)
+    store.append_turn(session_id, Turn("q", "a", "warned"), keep=3, expires_at=DAY_LATER)
     assert store.get_session(session_id).status == "warned"
 
 
 def test_a_warning_keeps_the_history(store: StateStore) -> None:
     session_id = new_id()
-    store.append_turn(session_id, Turn("q", "a", "answered"), keep=3)
+    store.append_turn(session_id, Turn("q", "a", "answered"), keep=3, expires_at=DAY_LATER)
     store.record_offence(session_id)
     assert [turn.question for turn in store.get_session(session_id).history] == ["q"]
+
+
+QUESTION = "What does --force-with-lease do?"
+
+
+def answer_once(store: StateStore, settings: Settings, session_id: str) -> None:
+    """Ask QUESTION through the service, with `store` as its state store."""
+    chat = ScriptedChatModel(
+        {
+            "Triage": [{"abusive": False, "kind": "question"}],
+            "judge": [True],
+            "text": ["It refuses to overwrite work you have not seen [1]."],
+        }
+    )
+    embedder = HashingEmbedder()
+    index = SqliteVectorIndex(settings.index_path, embedder.dimensions, embedder=embedder.name)
+    try:
+        index.upsert(PASSAGES, embedder.embed([c.text for c in PASSAGES]))
+        deps = Deps(settings, chat, embedder, index, None, store)
+        result = asyncio.run(ask(deps, QUESTION, session_id=session_id))
+    finally:
+        index.close()
+    assert result.session_id == session_id
+
+
+def test_history_holds_no_question_past_the_follow_up_window_when_questions_are_not_stored(
+    backend: Backend, settings: Settings
+) -> None:
+    # The defect: with CANDOR_STORE_QUESTIONS=false, the session record still kept
+    # the last three questions, 30 days after the last turn (DynamoDB) or forever (SQLite).
+    settings = settings.model_copy(update={"store_questions": False, "history_ttl_seconds": 600})
+    store, session_id = backend.store(), new_id()
+    before = time.time()
+
+    answer_once(store, settings, session_id)
+
+    holding = [
+        (where, expires)
+        for where, text, expires in backend.records()
+        if QUESTION.lower() in text.lower()
+    ]
+    assert holding, "the follow-up history should hold the question inside the window"
+    assert all(expires is not None and expires <= time.time() + 600 for _, expires in holding), (
+        holding
+    )
+    assert all(expires is not None and expires >= before + 600 - 1 for _, expires in holding), (
+        holding
+    )
+    # The question is still there for a follow-up.
+    assert [turn.question for turn in store.get_session(session_id).history] == [QUESTION]
+
+
+def test_history_lives_as_long_as_the_session_when_questions_are_stored(
+    backend: Backend, settings: Settings
+) -> None:
+    store, session_id = backend.store(), new_id()
+    before = time.time()
+
+    answer_once(store, settings, session_id)
+
+    history = [
+        expires
+        for where, text, expires in backend.records()
+        if where in ("history", "session_history") and QUESTION.lower() in text.lower()
+    ]
+    assert len(history) == 1
+    assert history[0] is not None
+    assert before + 30 * 86_400 - 1 <= history[0] <= time.time() + 30 * 86_400
+
+
+def test_history_is_forgotten_at_its_expiry_and_the_status_stays(store: StateStore) -> None:
+    session_id = new_id()
+    store.record_offence(session_id)
+    expires_at = int(time.time()) + 2
+    store.append_turn(session_id, Turn("q1", "a1", "answered"), keep=3, expires_at=expires_at)
+    assert [turn.question for turn in store.get_session(session_id).history] == ["q1"]
+
+    time.sleep(max(0.0, expires_at - time.time()) + 0.1)
+
+    session = store.get_session(session_id)
+    assert session.history == []
+    assert session.status == "warned"
+    # A turn after the window starts a new history: the expired turns do not come back.
+    store.append_turn(session_id, Turn("q2", "a2", "answered"), keep=3, expires_at=DAY_LATER)
+    assert [turn.question for turn in store.get_session(session_id).history] == ["q2"]
+
+
+def test_each_turn_pushes_the_history_expiry(store: StateStore) -> None:
+    session_id = new_id()
+    soon = int(time.time()) + 2
+    store.append_turn(session_id, Turn("q1", "a1", "answered"), keep=3, expires_at=soon)
+    store.append_turn(session_id, Turn("q2", "a2", "answered"), keep=3, expires_at=DAY_LATER)
+
+    time.sleep(max(0.0, soon - time.time()) + 0.1)
+
+    assert [turn.question for turn in store.get_session(session_id).history] == ["q1", "q2"]
 
 
 # Rate limits.
@@ -379,7 +520,10 @@ def test_concurrent_turns_are_all_kept(backend: Backend) -> None:
     session_id = new_id()
     writers = [(backend.store(), Turn(f"q{n}", "a", "answered")) for n in range(8)]
 
-    together(writers, lambda writer: writer[0].append_turn(session_id, writer[1], keep=20))
+    together(
+        writers,
+        lambda writer: writer[0].append_turn(session_id, writer[1], keep=20, expires_at=DAY_LATER),
+    )
 
     history = backend.store().get_session(session_id).history
     assert sorted(turn.question for turn in history) == [f"q{n}" for n in range(8)]

@@ -25,7 +25,7 @@ import pytest
 from moto import mock_aws
 
 from candor.backends.dynamodb_state import DynamoDBStateStore
-from candor.ports import CacheKey, StoredTrace
+from candor.ports import CacheKey, StoredTrace, Turn
 from candor.settings import get_settings
 from tests.conftest import clear_candor_env
 from tests.support.dynamodb_local import create_state_table
@@ -162,11 +162,13 @@ def run_the_ingest_function(s3: Any) -> None:
 
 
 def use_the_store_as_the_other_functions_do(table: str) -> None:
-    """Sessions, rate windows, a ledger, a cached answer, a verdict, a trace and its rating."""
+    """Sessions and their history, rate windows, a ledger, a cached answer, a verdict, a
+    trace and its rating."""
     store = DynamoDBStateStore(table, region=REGION)
     now = time.time()
     store.get_session("s1")
     store.record_offence("s1")
+    store.append_turn("s1", Turn("q", "a", "answered"), keep=3, expires_at=2**31)
     store.hit_rate_limit("ip#203.0.113.9", window_seconds=60, limit=5, now=now)
     store.reserve_budget("global#2026-12-02", Decimal("0.01"), cap=Decimal(5), expires_at=2**31)
     store.cache_put(CacheKey("what is kite?", 1, "f"), "{}", expires_at=2**31)
@@ -196,6 +198,7 @@ def test_ingest_function_may_not_write_any_item_of_the_table(
     others = recorder.calls
     assert {key.split("#", 1)[0] for _, key in others if key} == {
         "session",
+        "history",
         "rate",
         "budget",
         "cache",

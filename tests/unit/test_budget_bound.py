@@ -272,7 +272,10 @@ def test_a_request_is_never_charged_more_than_it_reserved_and_the_ledger_stays_u
         try:
             for served in range(4):
                 state.append_turn(
-                    "s" * 16, Turn(case.topic, "An earlier answer [1].", "answered"), keep=3
+                    "s" * 16,
+                    Turn(case.topic, "An earlier answer [1].", "answered"),
+                    keep=3,
+                    expires_at=2**31,
                 )
                 before, spent_before = state.budget_spent(ledger), spend.dollars
                 held.clear()

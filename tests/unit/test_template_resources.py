@@ -83,7 +83,7 @@ def test_no_function_is_granted_a_wildcard(logical_id: str) -> None:
         assert resource != "*", f"{logical_id}: {action} on *"
 
 
-def test_the_feedback_function_may_touch_only_rate_windows_and_traces() -> None:
+def test_the_feedback_function_may_touch_only_rate_windows_session_status_and_traces() -> None:
     statements = policy_statements("FeedbackFunction")
     parameter = "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter"
     assert granted("FeedbackFunction") == [
@@ -95,7 +95,9 @@ def test_the_feedback_function_may_touch_only_rate_windows_and_traces() -> None:
     ]
     (table_statement,) = [s for s in statements if "Condition" in s]
     leading = table_statement["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"]
-    assert sorted(leading) == ["rate#*", "trace#*"]
+    # session#... holds the status a rating checks (an ended session may not rate);
+    # the questions of a session's history (history#...) stay out of its reach.
+    assert sorted(leading) == ["rate#*", "session#*", "trace#*"]
     # It is given no provider key and calls neither OpenAI nor Pinecone.
     names = environment("FeedbackFunction")
     assert not [name for name in names if "OPENAI" in name or "PINECONE" in name]

@@ -216,6 +216,11 @@ class Turn:
     decision: str
 
 
+# A session's status lasts this long after its last write (DynamoDB's TTL; SQLite keeps
+# it), and so does its history when questions are stored.
+SESSION_LIFETIME_SECONDS = 30 * 86_400
+
+
 @dataclass(frozen=True, slots=True)
 class Session:
     id: str
@@ -231,12 +236,20 @@ class StateStore(Protocol):
         """The session, or a new active one with no history."""
         ...
 
+    def session_status(self, session_id: str) -> SessionStatus:
+        """The session's status alone, without reading its history ("active" if new)."""
+        ...
+
     def record_offence(self, session_id: str) -> SessionStatus:
         """Atomically move active -> warned, warned -> ended; return the new status."""
         ...
 
-    def append_turn(self, session_id: str, turn: Turn, *, keep: int) -> None:
-        """Add a turn to the session history, keeping only the last `keep` turns."""
+    def append_turn(self, session_id: str, turn: Turn, *, keep: int, expires_at: int) -> None:
+        """Add a turn to the session history, keeping only the last `keep` turns.
+
+        The history is a record of its own, apart from the session's status: it and
+        every turn in it expire at `expires_at` (epoch seconds), which each turn moves;
+        a read after that returns no history, and a turn after that starts a new one."""
         ...
 
     # Each guard method below is one atomic conditional write (or one read), so

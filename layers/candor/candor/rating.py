@@ -37,7 +37,7 @@ def rate(
     """
     now = time.time() if now is None else now
     guards.check_rate_limits(state, settings, address=client, session_id=session_id, now=now)
-    if state.get_session(session_id).status == "ended":
+    if state.session_status(session_id) == "ended":
         raise SessionEndedError(session_id)
     stored = replace(feedback, rated_at=now, review="pending")
     if not settings.store_questions:

@@ -24,8 +24,9 @@ from candor.graph.state import (
     GraphState,
     TraceStep,
 )
-from candor.ports import CacheKey, Turn
+from candor.ports import SESSION_LIFETIME_SECONDS, CacheKey, Turn
 from candor.results import AskResult, Done, Idle
+from candor.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -279,11 +280,24 @@ def _cache_key(deps: Deps, question: str, top_k: int) -> CacheKey:
     return guards.cache_key(question, corpus_version=version, fingerprint=fingerprint)
 
 
+def history_expires_at(settings: Settings, now: float) -> int:
+    """When a session's follow-up history, written now, is forgotten (epoch seconds).
+
+    Without stored questions, only for the follow-up window; with them, as long as
+    a session lives."""
+    if settings.store_questions:
+        return int(now) + SESSION_LIFETIME_SECONDS
+    return int(now) + settings.history_ttl_seconds
+
+
 async def _remember(deps: Deps, session_id: str, turn: Turn, trace_id: str) -> None:
     keep = deps.settings.history_turns
     if keep:
+        expires_at = history_expires_at(deps.settings, time.time())
         await _best_effort(
-            "append_turn", trace_id, lambda: deps.state.append_turn(session_id, turn, keep=keep)
+            "append_turn",
+            trace_id,
+            lambda: deps.state.append_turn(session_id, turn, keep=keep, expires_at=expires_at),
         )
 
 

@@ -4,7 +4,8 @@ The table has a string partition key `pk`, a string sort key `sk` and a TTL
 attribute `expires_at` (infra/template.yaml, StateTable). Items:
 
     pk                      sk               attributes
-    session#<id>            session          offences, history (JSON), turns, expires_at
+    session#<id>            session          offences, expires_at
+    history#<id>            history          history (JSON), turns, expires_at
     rate#<key>              window#<start>   hits, expires_at (the end of the next window)
     budget#<ledger key>     ledger           spent, expires_at
     cache#<sha256>          answer           answer, expires_at
@@ -18,6 +19,11 @@ key `day_shard`, "<YYYY-MM-DD>#<n>"; sort key `created_at`), which only trace
 items enter. A day is spread over TRACE_SHARDS partitions by the trace id, so
 that one busy day cannot exceed one index partition's write rate; reading a day
 is one Query per shard, never a Scan.
+
+A session's follow-up history is an item of its own, so that it can expire long
+before the session's status does (the caller sets its `expires_at`; see
+candor.service.history_expires_at). Items written before it kept the turns in the
+session item's `history`, which is no longer read and goes with that item.
 
 DynamoDB deletes expired items up to days late, so reads check `expires_at`
 themselves. The functions call only GetItem and UpdateItem: the template grants
@@ -40,6 +46,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from candor.backends import rate_windows
 from candor.errors import StateStoreError
 from candor.ports import (
+    SESSION_LIFETIME_SECONDS,
     CacheKey,
     RateDecision,
     RatingOutcome,
@@ -54,7 +61,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
 
 STATUSES: tuple[SessionStatus, ...] = ("active", "warned", "ended")
-SESSION_TTL_SECONDS = 30 * 86_400
+SESSION_TTL_SECONDS = SESSION_LIFETIME_SECONDS
 # append_turn is a read and a write conditioned on the turn counter it read. Each
 # round at least one of the writers racing on a session wins, so this many
 # rounds serve that many concurrent requests of one session.
@@ -111,12 +118,18 @@ class DynamoDBStateStore:
     # Sessions and moderation.
 
     def get_session(self, session_id: str) -> Session:
-        item = self._get(_key(f"session#{session_id}", "session"))
-        if item is None:
-            return Session(session_id)
-        offences = int(_number(item, "offences") or 0)
-        history = [Turn(**turn) for turn in json.loads(item.get("history", {"S": "[]"})["S"])]
-        return Session(session_id, STATUSES[min(offences, 2)], history)
+        session = self._get(_key(f"session#{session_id}", "session"))
+        offences = int(_number(session, "offences") or 0) if session else 0
+        # _get ignores an expired item: history past its window is never read.
+        stored = self._get(_key(f"history#{session_id}", "history"))
+        turns = json.loads(stored["history"]["S"]) if stored and "history" in stored else []
+        return Session(session_id, STATUSES[min(offences, 2)], [Turn(**turn) for turn in turns])
+
+    def session_status(self, session_id: str) -> SessionStatus:
+        # Only the session item: the feedback function, which asks this, has no grant
+        # on history#... items.
+        session = self._get(_key(f"session#{session_id}", "session"))
+        return STATUSES[min(int(_number(session, "offences") or 0) if session else 0, 2)]
 
     def record_offence(self, session_id: str) -> SessionStatus:
         # A counter moves active -> warned -> ended in one write with no condition
@@ -135,8 +148,8 @@ class DynamoDBStateStore:
         assert attributes is not None
         return STATUSES[min(int(_number(attributes, "offences") or 0), 2)]
 
-    def append_turn(self, session_id: str, turn: Turn, *, keep: int) -> None:
-        key = _key(f"session#{session_id}", "session")
+    def append_turn(self, session_id: str, turn: Turn, *, keep: int, expires_at: int) -> None:
+        key = _key(f"history#{session_id}", "history")
         entry = {"question": turn.question, "answer": turn.answer, "decision": turn.decision}
         names = {
             "#history": "history",
@@ -156,7 +169,7 @@ class DynamoDBStateStore:
                 ":history": _s(json.dumps(history)),
                 ":next": _n(int(seen or 0) + 1),
                 ":now": _n(Decimal(str(round(now, 3)))),
-                ":expires": _n(int(now) + self._session_ttl),
+                ":expires": _n(expires_at),
             }
             if seen is None:
                 condition = "attribute_not_exists(#turns)"

@@ -37,6 +37,11 @@ CREATE TABLE IF NOT EXISTS sessions (
     history TEXT NOT NULL DEFAULT '[]',
     updated_at REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS session_history (
+    id TEXT PRIMARY KEY,
+    turns TEXT NOT NULL,
+    expires_at INTEGER NOT NULL
+);
 CREATE TABLE IF NOT EXISTS rate_windows (
     key TEXT NOT NULL,
     window_start INTEGER NOT NULL,
@@ -73,8 +78,8 @@ CREATE INDEX IF NOT EXISTS traces_by_day ON traces (day, created_at);
 NANO = Decimal("1e-9")
 # StoredTrace's fields, in order.
 TRACE_COLUMNS = "trace_id, session_id, created_at, expires_at, body, feedback"
-# Expired windows, ledgers, cache entries, verdicts and traces are deleted every this many writes
-# (DynamoDB deletes them by TTL).
+# Expired windows, ledgers, cache entries, verdicts, traces and session history are
+# deleted every this many writes (DynamoDB deletes them by TTL).
 PURGE_EVERY = 500
 
 
@@ -102,6 +107,9 @@ class SqliteStateStore:
             self._db.executescript(SCHEMA)
             self._db.executescript(INGEST_RECORDS_SCHEMA)
             self._db.executescript(VERDICTS_SCHEMA)
+            # Files written before session_history kept the turns in sessions.history,
+            # with no expiry: forget them (the column stays, always '[]').
+            self._db.execute("UPDATE sessions SET history = '[]' WHERE history != '[]'")
 
     def close(self) -> None:
         self._db.close()
@@ -119,14 +127,26 @@ class SqliteStateStore:
     # Sessions and moderation.
 
     def get_session(self, session_id: str) -> Session:
+        now = time.time()
+        with self._locked():
+            status = self._db.execute(
+                "SELECT status FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+            # An expired row is history past its window: never read, deleted by the purge.
+            turns = self._db.execute(
+                "SELECT turns FROM session_history WHERE id = ? AND expires_at > ?",
+                (session_id, now),
+            ).fetchone()
+        history = [Turn(**turn) for turn in json.loads(turns[0])] if turns else []
+        return Session(session_id, status[0] if status else "active", history)
+
+    def session_status(self, session_id: str) -> SessionStatus:
         with self._locked():
             row = self._db.execute(
-                "SELECT status, history FROM sessions WHERE id = ?", (session_id,)
+                "SELECT status FROM sessions WHERE id = ?", (session_id,)
             ).fetchone()
-        if row is None:
-            return Session(session_id)
-        history = [Turn(**turn) for turn in json.loads(row[1])]
-        return Session(session_id, row[0], history)
+        status: SessionStatus = row[0] if row else "active"
+        return status
 
     def record_offence(self, session_id: str) -> SessionStatus:
         with self._locked():
@@ -143,32 +163,36 @@ class SqliteStateStore:
         status: SessionStatus = row[0]
         return status
 
-    def append_turn(self, session_id: str, turn: Turn, *, keep: int) -> None:
+    def append_turn(self, session_id: str, turn: Turn, *, keep: int, expires_at: int) -> None:
         entry = json.dumps(
             {"question": turn.question, "answer": turn.answer, "decision": turn.decision}
         )
-        with self._locked():
-            # json_insert appends; the subquery then keeps the last `keep` entries,
-            # all inside one statement.
-            self._db.execute(
-                """
-                INSERT INTO sessions (id, history, updated_at)
-                VALUES (?1, json_array(json(?2)), ?3)
-                ON CONFLICT (id) DO UPDATE SET
-                    history = (
-                        SELECT json_group_array(json(value)) FROM (
-                            SELECT key, value FROM (
-                                SELECT key, value FROM json_each(
-                                    json_insert(sessions.history, '$[#]', json(?2))
+        # json_insert appends; the subquery then keeps the last `keep` entries, all
+        # inside one statement. An expired row starts over: its turns are past the window.
+        self._write(
+            """
+            INSERT INTO session_history (id, turns, expires_at)
+            VALUES (?1, CASE WHEN ?4 > 0 THEN json_array(json(?2)) ELSE '[]' END, ?3)
+            ON CONFLICT (id) DO UPDATE SET
+                turns = (
+                    SELECT json_group_array(json(value)) FROM (
+                        SELECT key, value FROM (
+                            SELECT key, value FROM json_each(
+                                json_insert(
+                                    CASE WHEN session_history.expires_at > ?5
+                                        THEN session_history.turns ELSE '[]' END,
+                                    '$[#]',
+                                    json(?2)
                                 )
-                                ORDER BY key DESC LIMIT ?4
-                            ) ORDER BY key
-                        )
-                    ),
-                    updated_at = excluded.updated_at
-                """,
-                (session_id, entry, time.time(), keep),
-            )
+                            )
+                            ORDER BY key DESC LIMIT ?4
+                        ) ORDER BY key
+                    )
+                ),
+                expires_at = excluded.expires_at
+            """,
+            (session_id, entry, expires_at, keep, time.time()),
+        )
 
     # Rate limits.
 
@@ -329,7 +353,14 @@ class SqliteStateStore:
             self._purge(time.time())
 
     def _purge(self, now: float) -> None:
-        for table in ("rate_windows", "ledgers", "answer_cache", "verdicts", "traces"):
+        for table in (
+            "rate_windows",
+            "ledgers",
+            "answer_cache",
+            "verdicts",
+            "traces",
+            "session_history",
+        ):
             self._db.execute(f"DELETE FROM {table} WHERE expires_at < ?", (now,))
 
     # Traces and feedback.
