@@ -428,10 +428,12 @@ def test_a_rate_limit_says_when_to_try_again(page: Page, start: StartStack) -> N
 
     limited = widget.ask("And --force?")
 
+    # A sliding window's next opening is up to two windows away: the hit fades out
+    # over the window after its own (candor.backends.rate_windows).
     expect(limited.locator(".answer")).to_have_text(
         re.compile(
             r"^You are sending messages faster than I can answer\. "
-            r"Please try again in [1-9][0-9]? s\.$"
+            r"Please try again in (?:[1-9][0-9]?|1[01][0-9]|120) s\.$"
         )
     )
     assert len(stack.chat.calls) == 3, "a limited request calls no model"
