@@ -213,12 +213,8 @@ class DynamoDBStateStore:
                 item: dict[str, Any] = refused.response.get("Item") or {}  # type: ignore[assignment]
                 hits = _number(item, "hits")
                 current = int(hits) if hits is not None else self._hits(key, w.start)
-            except ClientError as error:
-                raise StateStoreError(f"DynamoDB UpdateItem failed: {_code(error)}") from error
-            except BotoCoreError as error:
-                raise StateStoreError(
-                    f"DynamoDB UpdateItem failed: {type(error).__name__}: {error}"
-                ) from error
+            except (ClientError, BotoCoreError) as error:
+                raise _failed("UpdateItem", error) from error
         else:
             current = self._hits(key, w.start)
         if current is None:
@@ -411,12 +407,8 @@ class DynamoDBStateStore:
     ) -> dict[str, Any] | None:
         try:
             response = self._client.get_item(TableName=self._table, Key=key, ConsistentRead=True)
-        except ClientError as error:
-            raise StateStoreError(f"DynamoDB GetItem failed: {_code(error)}") from error
-        except BotoCoreError as error:  # no answer: connection, timeout, credentials
-            raise StateStoreError(
-                f"DynamoDB GetItem failed: {type(error).__name__}: {error}"
-            ) from error
+        except (ClientError, BotoCoreError) as error:
+            raise _failed("GetItem", error) from error
         item: dict[str, Any] | None = response.get("Item")
         if item is None or include_expired:
             return item
@@ -442,12 +434,8 @@ class DynamoDBStateStore:
                 ExpressionAttributeValues=values,
                 ReturnValues="UPDATED_NEW",
             )
-        except ClientError as error:
-            raise StateStoreError(f"DynamoDB UpdateItem failed: {_code(error)}") from error
-        except BotoCoreError as error:
-            raise StateStoreError(
-                f"DynamoDB UpdateItem failed: {type(error).__name__}: {error}"
-            ) from error
+        except (ClientError, BotoCoreError) as error:
+            raise _failed("UpdateItem", error) from error
         attributes: dict[str, Any] | None = response.get("Attributes")
         return attributes
 
@@ -472,12 +460,8 @@ class DynamoDBStateStore:
             )
         except self._conflict:
             return False
-        except ClientError as error:
-            raise StateStoreError(f"DynamoDB UpdateItem failed: {_code(error)}") from error
-        except BotoCoreError as error:
-            raise StateStoreError(
-                f"DynamoDB UpdateItem failed: {type(error).__name__}: {error}"
-            ) from error
+        except (ClientError, BotoCoreError) as error:
+            raise _failed("UpdateItem", error) from error
         return True
 
     # Ingest completion records (candor.ingest.records), one item per document:
@@ -524,6 +508,14 @@ def _trace(item: dict[str, Any]) -> StoredTrace:
         body=str(item["body"]["S"]),
         feedback=None if feedback is None else str(feedback["S"]),
     )
+
+
+def _failed(operation: str, error: ClientError | BotoCoreError) -> StateStoreError:
+    """A call DynamoDB refused (its error code) or that got no answer (connection,
+    timeout, credentials: the botocore error itself)."""
+    if isinstance(error, ClientError):
+        return StateStoreError(f"DynamoDB {operation} failed: {_code(error)}")
+    return StateStoreError(f"DynamoDB {operation} failed: {type(error).__name__}: {error}")
 
 
 def _code(error: ClientError) -> str:
