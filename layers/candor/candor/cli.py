@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
 EXIT_USAGE = 2
 EXIT_FAILED = 1
+# `candor eval --generate`: each question is a model call, and twice as many at most.
+MAX_GENERATED = 1000
 
 
 def _settings() -> Settings:
@@ -320,10 +322,30 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if any(k not in KINDS for k in kinds):
         print(f"candor: --only takes kinds from {','.join(sorted(KINDS))}", file=sys.stderr)
         return EXIT_USAGE
+    if args.generate is not None and not 1 <= args.generate <= MAX_GENERATED:
+        print(f"candor: --generate takes 1 to {MAX_GENERATED} questions", file=sys.stderr)
+        return EXIT_USAGE
     for path, what in ((args.corpus, "corpus folder"), (args.questions, "question file")):
-        if not path.exists():
+        if path is not None and not path.exists():
             print(f"candor: no such {what}: {path}", file=sys.stderr)
             return EXIT_USAGE
+    settings = _settings()
+    if args.generate is not None:
+        from candor.evaluation.generate import write_generated
+
+        try:
+            args.questions, about = write_generated(
+                settings, args.corpus, args.out, args.generate, seed=args.seed
+            )
+        except EvalError as error:
+            print(f"candor: {error}", file=sys.stderr)
+            return EXIT_USAGE
+        print(
+            f"generated {about['kept']} of {about['requested']} questions in "
+            f"{about['attempts']} calls (rejected: {about['rejected'] or 'none'}); "
+            f"wrote {args.questions}",
+            file=sys.stderr,
+        )
     options = EvalOptions(
         corpus=args.corpus,
         questions=args.questions,
@@ -335,7 +357,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         strategies=strategies,
     )
     try:
-        report = run_eval(_settings(), options)
+        report = run_eval(settings, options)
     except (QuestionFileError, EvalError) as error:
         print(f"candor: {error}", file=sys.stderr)
         return EXIT_USAGE
@@ -552,7 +574,17 @@ def build_parser() -> argparse.ArgumentParser:
         "eval", help="measure retrieval and answers on a question set (JSONL)"
     )
     evaluate.add_argument("--corpus", type=Path, required=True, metavar="DIR")
-    evaluate.add_argument("--questions", type=Path, required=True, metavar="FILE")
+    asked = evaluate.add_mutually_exclusive_group(required=True)
+    asked.add_argument("--questions", type=Path, metavar="FILE")
+    asked.add_argument(
+        "--generate",
+        type=int,
+        metavar="N",
+        help="write N questions from the corpus with the chat model, then measure on them",
+    )
+    evaluate.add_argument(
+        "--seed", type=int, default=0, help="which passages --generate samples (default 0)"
+    )
     evaluate.add_argument("--out", type=Path, default=Path("eval-out"), metavar="DIR")
     evaluate.add_argument("--limit", type=int, default=None, help="questions, spread over kinds")
     evaluate.add_argument(
