@@ -22,6 +22,7 @@ from candor.backends.sqlite_state import SqliteStateStore
 from candor.deps import Deps
 from candor.evaluation import plain, plain_rag, question_figures
 from candor.evaluation.agent_metrics import AgentRecord, stream_ratios, summarise
+from candor.evaluation.compare import side_by_side
 from candor.evaluation.instruments import CountingChatModel, RecordingIndex
 from candor.evaluation.paired_report import against_references
 from candor.evaluation.questions import Question
@@ -301,3 +302,45 @@ def test_the_plain_rag_arm_pairs_first_tokens_but_not_a_screening_it_never_does(
     values = question_figures.agent_values(graph)
     screened = [f for f in values if f.name == "messages screened without the model"]
     assert values[screened[0]] == {"a": True, "b": False}
+
+
+def test_compare_gives_the_streamed_seconds_and_the_screened_share_side_by_side() -> None:
+    records = [
+        AgentRecord(
+            "a",
+            "factual",
+            5.0,
+            decision="answered",
+            first_token_s=2.0,
+            screened_by="classifier",
+            screened_without_model=True,
+        ),
+        AgentRecord(
+            "b",
+            "factual",
+            7.0,
+            decision="declined",
+            screened_by="model",
+            screened_without_model=False,
+        ),
+    ]
+    summary = summarise(records)
+    reports = {
+        name: {
+            "meta": {
+                "questions": 2,
+                "questions_file": f"{name}-questions.jsonl",
+                "corpus": name,
+                "date": "2026-12-03",
+            },
+            "retrieval": {},
+            "agent": summary,
+        }
+        for name in ("dev", "validation")
+    }
+
+    text = side_by_side(reports)
+
+    assert "| seconds to the first token per answered question, p50 | 2.000 (n=1) |" in text
+    assert "| seconds to done per answered question, p50 | 5.000 (n=1) |" in text
+    assert "| messages screened without the model | 0.500 (n=2) | 0.500 (n=2) |" in text
