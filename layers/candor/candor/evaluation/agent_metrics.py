@@ -298,7 +298,12 @@ def cost_ratios(
 
 
 # What a visitor waits for, per answered question: the first token and done, p50 and p90.
-STREAM_FIGURES = ("first_token_p50_s", "first_token_p90_s", "done_p50_s", "done_p90_s")
+STREAM_FIGURES: dict[str, tuple[str, int]] = {
+    "first_token_p50_s": ("first_token", 50),
+    "first_token_p90_s": ("first_token", 90),
+    "done_p50_s": ("done", 50),
+    "done_p90_s": ("done", 90),
+}
 
 
 def stream_ratios(
@@ -322,9 +327,8 @@ def stream_ratios(
 
     mine, theirs = seconds(graph), seconds(reference)
     ratios: dict[str, dict[str, Any]] = {}
-    for key in STREAM_FIGURES:
-        what, q = key.removesuffix("_s").rsplit("_p", 1)
-        a, b = _percentile(mine[what], int(q)), _percentile(theirs[what], int(q))
+    for key, (what, q) in STREAM_FIGURES.items():
+        a, b = _percentile(mine[what], q), _percentile(theirs[what], q)
         ratios[key] = {
             "graph": a,
             "graph_n": len(mine[what]),

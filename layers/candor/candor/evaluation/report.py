@@ -283,8 +283,9 @@ def reference_lines(agent: Mapping[str, Any], reference: Mapping[str, Any] | Non
         lines += [
             "",
             "Streamed, per answered question, the graph's seconds are plain_rag's times: "
-            f"{stream_text}. The graph's tokens leave a sentence or a line at a time, once "
-            "cleaned; plain_rag's as the model streams them.",
+            f"{stream_text}. The graph's text leaves once its cleaner has decided on it "
+            "(a sentence after its first 60 characters, or at its end if shorter; a short "
+            "line at its line break); plain_rag's as the model streams it.",
         ]
     return lines
 

@@ -5,8 +5,8 @@ reads its result whole, /ask/stream sends its events as they happen
 (candor.api.stream). The harness reads the events as the stream does, so the
 answer is the one `ask` gives, and the seconds are those a visitor waits in the
 widget: to the first `token` event (the first piece of the reply it shows, which
-the runner lets out a sentence or a line at a time, once it is cleaned) and to
-`done`. Only the HTTP framing and the network are left out.
+the runner lets out once its cleaner has decided on it: candor.graph.answer_text)
+and to `done`. Only the HTTP framing and the network are left out.
 """
 
 from __future__ import annotations
