@@ -95,6 +95,7 @@ def test_lower_is_better_for_declines_specifics_and_costs() -> None:
         "prompt tokens per question",
         "prompt tokens evaluated per question",
         "seconds per question",
+        "seconds to the first token per answered question",
     }
 
 

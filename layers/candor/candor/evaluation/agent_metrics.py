@@ -37,6 +37,7 @@ RATES = (
     "support_trimmed",
     "unsupported_in_answers",
     "answers_naming_sources",
+    "screened_without_model",
 )
 
 
@@ -73,6 +74,13 @@ class AgentRecord:
     unsupported_left: tuple[str, ...] = ()
     # What the answer says about its sources instead of answering (candor.text.meta_talk).
     meta_talk: tuple[str, ...] = ()
+    # Who settled the message's kind (the trace's screening: classifier, cache or
+    # model), and whether that took no model call at all; None when not recorded.
+    screened_by: str | None = None
+    screened_without_model: bool | None = None
+    # Seconds from the start to the first `token` event of the stream, as the widget
+    # reads POST /ask/stream; None when no token came. `seconds` ends at `done`.
+    first_token_s: float | None = None
     error: str | None = None
 
     @property
@@ -112,6 +120,9 @@ class AgentRecord:
             "unsupported": list(self.unsupported),
             "unsupported_left": list(self.unsupported_left),
             "meta_talk": list(self.meta_talk),
+            "screened_by": self.screened_by,
+            "screened_without_model": self.screened_without_model,
+            "first_token_s": None if self.first_token_s is None else round(self.first_token_s, 3),
             "answer": self.answer,
         }
 
@@ -124,6 +135,11 @@ def _mean(values: Sequence[float], digits: int = 4) -> float | None:
     return round(statistics.fmean(values), digits) if values else None
 
 
+def _percentile(values: Sequence[float], q: float) -> float | None:
+    value = percentile(values, q)
+    return None if value is None else round(value, 3)
+
+
 def summarise(records: Sequence[AgentRecord]) -> dict[str, Any]:
     """The agent figures of a set of records (all questions, or one kind)."""
     done = [r for r in records if not r.failed]
@@ -134,7 +150,11 @@ def summarise(records: Sequence[AgentRecord]) -> dict[str, Any]:
     all_answered = [r for r in done if r.decision == "answered"]
     retrieving = [r for r in done if r.attempts > 0]
     citations = sum(len(r.cited_sources) for r in all_answered)
+    screened = [r for r in done if r.screened_without_model is not None]
     seconds = [r.seconds for r in done]
+    # What a visitor waits for in the widget: the first token of an answer, and done.
+    first_tokens = [r.first_token_s for r in all_answered if r.first_token_s is not None]
+    dones = [r.seconds for r in all_answered]
     p50, p95 = percentile(seconds, 50), percentile(seconds, 95)
     counts: dict[str, tuple[int, int]] = {
         "routing_accuracy": (sum(r.routed_right() for r in done), len(done)),
@@ -179,6 +199,12 @@ def summarise(records: Sequence[AgentRecord]) -> dict[str, Any]:
             sum(1 for r in all_answered if r.meta_talk),
             len(all_answered),
         ),
+        # Messages whose kind the screening classifier (or its verdict cache) settled
+        # with no model call, of those whose screening the trace recorded.
+        "screened_without_model": (
+            sum(1 for r in screened if r.screened_without_model),
+            len(screened),
+        ),
     }
     summary: dict[str, Any] = {"n": len(records)}
     for name, (hits, n) in counts.items():
@@ -201,6 +227,10 @@ def summarise(records: Sequence[AgentRecord]) -> dict[str, Any]:
         "cost_per_question_usd": _mean([r.cost_usd for r in done], 8),
         "p50_s": None if p50 is None else round(p50, 3),
         "p95_s": None if p95 is None else round(p95, 3),
+        "first_token_p50_s": _percentile(first_tokens, 50),
+        "first_token_p90_s": _percentile(first_tokens, 90),
+        "done_p50_s": _percentile(dones, 50),
+        "done_p90_s": _percentile(dones, 90),
         "failures": len(records) - len(done),
         "samples": {name: n for name, (_, n) in counts.items()}
         | {
@@ -216,6 +246,10 @@ def summarise(records: Sequence[AgentRecord]) -> dict[str, Any]:
             "cost_per_question_usd": len(done),
             "p50_s": len(done),
             "p95_s": len(done),
+            "first_token_p50_s": len(first_tokens),
+            "first_token_p90_s": len(first_tokens),
+            "done_p50_s": len(dones),
+            "done_p90_s": len(dones),
         },
     }
     return summary
@@ -260,4 +294,46 @@ def cost_ratios(
         "graph": sum(1 for r in graph if r.get("decision") == "answered"),
         "reference": sum(1 for r in reference if r.get("decision") == "answered"),
     }
+    return ratios
+
+
+# What a visitor waits for, per answered question: the first token and done, p50 and p90.
+STREAM_FIGURES: dict[str, tuple[str, int]] = {
+    "first_token_p50_s": ("first_token", 50),
+    "first_token_p90_s": ("first_token", 90),
+    "done_p50_s": ("done", 50),
+    "done_p90_s": ("done", 90),
+}
+
+
+def stream_ratios(
+    graph: Sequence[dict[str, Any]], reference: Sequence[dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """Seconds to the first token and to done, p50 and p90 over the questions each
+    answered, each with its n, and the graph's as a ratio to the reference's.
+
+    Rows are per-question records as reports hold them (AgentRecord.to_json); a row
+    written before first tokens were recorded counts in no first-token figure.
+    """
+
+    def seconds(rows: Sequence[dict[str, Any]]) -> dict[str, list[float]]:
+        answered = [r for r in rows if r.get("decision") == "answered"]
+        return {
+            "first_token": [
+                float(r["first_token_s"]) for r in answered if r.get("first_token_s") is not None
+            ],
+            "done": [float(r["seconds"]) for r in answered],
+        }
+
+    mine, theirs = seconds(graph), seconds(reference)
+    ratios: dict[str, dict[str, Any]] = {}
+    for key, (what, q) in STREAM_FIGURES.items():
+        a, b = _percentile(mine[what], q), _percentile(theirs[what], q)
+        ratios[key] = {
+            "graph": a,
+            "graph_n": len(mine[what]),
+            "reference": b,
+            "reference_n": len(theirs[what]),
+            "ratio": round(a / b, 3) if a is not None and b else None,
+        }
     return ratios

@@ -38,6 +38,9 @@ AGENT_FIGURES = (
     ("tokens_in_per_answered", "prompt tokens sent per answered question"),
     ("tokens_evaluated_per_answered", "prompt tokens evaluated per answered question"),
     ("seconds_per_answered", "seconds per answered question, mean"),
+    ("first_token_p50_s", "seconds to the first token per answered question, p50"),
+    ("done_p50_s", "seconds to done per answered question, p50"),
+    ("screened_without_model", "messages screened without the model"),
     ("p50_s", "seconds per question, p50"),
 )
 ROUTED_KINDS = ("greeting", "code_request", "abusive")

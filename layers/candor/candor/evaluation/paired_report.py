@@ -123,10 +123,9 @@ def against_references(reports: Mapping[str, Mapping[str, Any]]) -> list[Arm]:
         if reference and candor:
             retrieval[name] = (reference, candor)
         if REFERENCE_AGENT in report and "agent_questions" in report:
-            agent[name] = (
-                agent_values(report[REFERENCE_AGENT]),
-                agent_values(report["agent_questions"]),
-            )
+            # A figure the reference never measures (it screens nothing) has no pair.
+            measured = {f: v for f, v in agent_values(report[REFERENCE_AGENT]).items() if v}
+            agent[name] = (measured, agent_values(report["agent_questions"]))
     arms: list[Arm] = []
     if retrieval:
         title = f"{CANDOR_STRATEGY} against {REFERENCE_STRATEGY} (retrieval)"

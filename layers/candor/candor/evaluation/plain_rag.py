@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 
 from candor import retrieval, text
 from candor.backends.sqlite_index import SqliteVectorIndex
@@ -27,7 +27,7 @@ from candor.evaluation.agent_metrics import AgentRecord
 from candor.evaluation.questions import ANSWERABLE_KINDS, Question
 from candor.graph import prompts, support
 from candor.graph.citations import MARKER, citation
-from candor.ports import ChatModel, Embedder
+from candor.ports import ChatModel, Embedder, TextPiece, read_text
 from candor.types import Hit, Message
 
 KINDS = frozenset({*ANSWERABLE_KINDS, "unanswerable"})
@@ -95,7 +95,8 @@ async def answer_one(
     """One question through the plain reference: retrieve, one call, counted.
 
     It is shown its top passages, each cut at `passage_chars`, as long as they fit
-    `budget` characters: the budget of candor's own context.
+    `budget` characters: the budget of candor's own context. The call streams, and
+    the record keeps the seconds to its first visible piece (`first_token_s`).
     """
     started = time.perf_counter()
     ranked = await asyncio.to_thread(
@@ -107,7 +108,18 @@ async def answer_one(
         candidates=candidates,
     )
     hits = retrieval.within(ranked, budget=budget, passage_chars=passage_chars)
-    reply = await chat.text(messages(hits, question.question, passage_chars), max_tokens=max_tokens)
+    first_token: list[float] = []
+
+    async def timed(pieces: AsyncIterator[TextPiece]) -> AsyncIterator[TextPiece]:
+        # Streamed as a tutorial's chat streams it: the reader sees each piece as it
+        # comes, so its first token is the first piece with a visible character.
+        async for piece in pieces:
+            if not first_token and isinstance(piece, str) and piece.strip():
+                first_token.append(time.perf_counter() - started)
+            yield piece
+
+    shown = messages(hits, question.question, passage_chars)
+    reply = await read_text(timed(chat.stream(shown, max_tokens=max_tokens)))
     seconds = time.perf_counter() - started
     answer = reply.text.strip()
     declined = declines(answer)
@@ -147,4 +159,5 @@ async def answer_one(
         attempts=1,
         unsupported_left=left,
         meta_talk=tuple(text.meta_talk(answer, SYSTEM)) if not declined else (),
+        first_token_s=first_token[0] if first_token else None,
     )

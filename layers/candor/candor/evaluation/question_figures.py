@@ -71,6 +71,14 @@ AGENT_FIGURES: tuple[tuple[Figure, Callable[[Row], bool | float | None]], ...] =
         lambda r: r.get("tokens_evaluated") if _done(r) else None,
     ),
     (Figure("seconds per question", False), lambda r: r["seconds"] if _done(r) else None),
+    (
+        Figure("seconds to the first token per answered question", False),
+        lambda r: r.get("first_token_s") if _answered(r) else None,
+    ),
+    (
+        Figure("messages screened without the model", True),
+        lambda r: r.get("screened_without_model") if _done(r) else None,
+    ),
 )
 
 RECALL_1 = Figure("Recall@1", True)

@@ -23,6 +23,7 @@ from candor.evaluation import (
     plain,
     plain_rag,
     retrieval_metrics,
+    streaming,
 )
 from candor.evaluation.agent_metrics import AgentRecord
 from candor.evaluation.corpus import index_name, read_corpus
@@ -244,8 +245,8 @@ def evaluate_retrieval(
 
 
 async def _ask_one(deps: Deps, question: Question, *, allowed_s: float) -> AgentRecord:
-    from candor.service import ask
-
+    """One question through the graph, streamed as the widget reads it (see
+    candor.evaluation.streaming): the same run and answer as `candor.service.ask`."""
     chat = deps.chat
     index = deps.index
     assert isinstance(chat, CountingChatModel) and isinstance(index, RecordingIndex)
@@ -256,7 +257,7 @@ async def _ask_one(deps: Deps, question: Question, *, allowed_s: float) -> Agent
     failure: str | None = None
     try:
         async with asyncio.timeout(allowed_s):
-            result = await ask(deps, question.question)
+            streamed = await streaming.ask_streamed(deps, question.question, started=started)
     except TimeoutError:
         failure = f"timed out after {allowed_s:g} s"
     except Exception as error:  # any failure of one question is recorded; the run goes on
@@ -268,7 +269,9 @@ async def _ask_one(deps: Deps, question: Question, *, allowed_s: float) -> Agent
             seconds=time.perf_counter() - started,
             error=failure,
         )
-    seconds = time.perf_counter() - started
+    result = streamed.result
+    trace = stored_trace(deps, result.trace_id)
+    screening = trace.screening if trace is not None else None
     valid = sum(
         1 for c in result.citations if c.id in index.seen and index.seen[c.id].source == c.source
     )
@@ -285,7 +288,7 @@ async def _ask_one(deps: Deps, question: Question, *, allowed_s: float) -> Agent
     if result.decision == "answered":
         # Checked again against what the model was shown (the excerpts its stored
         # prompt holds), not against whole passages, which hold more.
-        shown = shown_excerpts(deps, result.trace_id, index.seen)
+        shown = shown_excerpts(trace, index.seen)
         cited = [Hit(shown[c.id], 0.0) for c in result.citations if c.id in shown]
         recheck = support.verify(
             result.answer, result.citations, cited, question.question, passage_chars=passage_chars
@@ -294,7 +297,7 @@ async def _ask_one(deps: Deps, question: Question, *, allowed_s: float) -> Agent
     return AgentRecord(
         id=question.id,
         kind=question.kind,
-        seconds=seconds,
+        seconds=streamed.done_s,
         decision=result.decision,
         answer=result.answer,
         cited_sources=tuple(c.source for c in result.citations),
@@ -316,15 +319,22 @@ async def _ask_one(deps: Deps, question: Question, *, allowed_s: float) -> Agent
         meta_talk=tuple(text.meta_talk(result.answer, INSTRUCTIONS))
         if result.decision == "answered"
         else (),
+        screened_by=screening.by if screening is not None else None,
+        screened_without_model=screening.without_model if screening is not None else None,
+        first_token_s=streamed.first_token_s,
     )
 
 
-def shown_excerpts(deps: Deps, trace_id: str, seen: dict[str, Chunk]) -> dict[str, Chunk]:
-    """Each passage of a run's final prompt, by id, as the model was shown it."""
+def stored_trace(deps: Deps, trace_id: str) -> Trace | None:
+    """The run's stored trace (None if storing it failed: it never fails the answer)."""
     stored = deps.state.get_trace(trace_id, now=time.time())
-    if stored is None:
+    return Trace.from_stored(stored) if stored is not None else None
+
+
+def shown_excerpts(trace: Trace | None, seen: dict[str, Chunk]) -> dict[str, Chunk]:
+    """Each passage of a run's final prompt, by id, as the model was shown it."""
+    if trace is None:
         return {}
-    trace = Trace.from_stored(stored)
     texts = prompts.parse_passages(grading.documents_of(trace.prompt))
     return {
         cid: seen[cid].with_text(text)
@@ -499,6 +509,8 @@ def _agent_section(
         "top_k": settings.top_k,
         "max_attempts": settings.max_attempts,
         "model_calls": "counted at the chat-model port, moderation's second call included",
+        "seconds": "each question streamed as POST /ask/stream runs it, from before its "
+        "guards to its first token event and to done",
     }
     return agent, [r.to_json() for r in records]
 
@@ -552,14 +564,16 @@ def evaluate_plain_rag(
 def plain_rag_summary(
     records: Sequence[AgentRecord], agent_questions: Sequence[dict[str, Any]]
 ) -> dict[str, Any]:
-    """The reference's figures, and the graph's cost per answered question as a ratio
-    to its own, on the kinds both ran."""
+    """The reference's figures, and the graph's cost per answered question, and its
+    seconds to the first token and to done, as a ratio to its own, on the kinds both ran."""
     summary = agent_metrics.summarise(records)
     summary["failure_reasons"] = [
         {"id": r.id, "kind": r.kind, "reason": r.error} for r in records if r.failed
     ]
     graph = [row for row in agent_questions if row["kind"] in plain_rag.KINDS]
-    summary["graph_ratio"] = agent_metrics.cost_ratios(graph, [r.to_json() for r in records])
+    rows = [r.to_json() for r in records]
+    summary["graph_ratio"] = agent_metrics.cost_ratios(graph, rows)
+    summary["graph_stream_ratio"] = agent_metrics.stream_ratios(graph, rows)
     return summary
 
 
