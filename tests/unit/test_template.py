@@ -739,3 +739,20 @@ def test_the_follow_up_windows_bounds_are_the_settings_bounds(
     monkeypatch.setenv("CANDOR_HISTORY_TTL_SECONDS", str(past))
     with pytest.raises(ValidationError):
         Settings()
+
+
+@pytest.mark.parametrize("logical_id", API_FUNCTIONS)
+def test_store_questions_false_reaches_every_function_that_stores_visitor_text(
+    logical_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The defect: only the ask function had CANDOR_STORE_QUESTIONS. The feedback
+    # function, which serves POST /feedback, kept its default (true) and stored
+    # comments and better answers though the stack was deployed with "false".
+    for name in list(os.environ):
+        if name.startswith(ENV_PREFIX):
+            monkeypatch.delenv(name)
+    for name, raw in environment(logical_id).items():
+        if raw == {"Ref": "StoreQuestions"}:
+            monkeypatch.setenv(name, "false")
+
+    assert Settings().store_questions is False
