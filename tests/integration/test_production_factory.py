@@ -29,15 +29,9 @@ REGION = "eu-west-1"
 
 
 @pytest.fixture(autouse=True)
-def clean(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def clean(monkeypatch: pytest.MonkeyPatch, fake_aws_credentials: str) -> Iterator[None]:
     for name in ("OPENAI_API_KEY", "PINECONE_API_KEY"):
         monkeypatch.delenv(name, raising=False)
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": REGION,
-    }.items():
-        monkeypatch.setenv(name, value)
     secrets.forget()
     yield
     secrets.forget()
