@@ -92,6 +92,7 @@ browser-deps:
 
 test: install corpus validation-corpus test-pdf dynamodb-local browser-deps lint typecheck build
 	CANDOR_REQUIRE_DYNAMODB_LOCAL=1 CANDOR_REQUIRE_LOCAL_MODELS=1 CANDOR_REQUIRE_BROWSER=1 \
+		CANDOR_REQUIRE_NETWORK_NAMESPACE=1 \
 		CANDOR_TEST_CORPUS=$(CORPUS) CANDOR_TEST_PDF=$(TEST_PDF) \
 		CANDOR_TEST_VALIDATION_CORPUS=$(VALIDATION_CORPUS) $(BIN)/pytest
 

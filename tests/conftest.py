@@ -102,6 +102,23 @@ def make_deps(settings: Settings, index: SqliteVectorIndex, state: SqliteStateSt
     return make
 
 
+FAKE_AWS_REGION = "eu-west-1"
+
+
+@pytest.fixture
+def fake_aws_credentials(monkeypatch: pytest.MonkeyPatch) -> str:
+    """AWS credentials and a region in the environment, where boto3 looks; returns the region.
+
+    moto and DynamoDB Local take any credentials. Fake ones mean that boto3 never
+    reads the developer's own (~/.aws, a profile): a call that missed its fake
+    endpoint could not act on a real account.
+    """
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        monkeypatch.setenv(name, "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", FAKE_AWS_REGION)
+    return FAKE_AWS_REGION
+
+
 @pytest.fixture(scope="session")
 def dynamodb_endpoint() -> Iterator[str]:
     """DynamoDB Local on a free port for the whole test session, stopped at its end.

@@ -102,11 +102,9 @@ def test_a_failure_other_than_a_condition_is_a_state_store_error(dynamodb_endpoi
 
 
 def test_settings_pick_the_dynamodb_store_and_its_endpoint(
-    dynamodb_endpoint: str, table: str, monkeypatch: pytest.MonkeyPatch
+    dynamodb_endpoint: str, table: str, fake_aws_credentials: str
 ) -> None:
     # boto3 looks up credentials itself; DynamoDB Local accepts any.
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "local")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "local")
     settings = Settings(
         state_backend="dynamodb",
         state_table=table,

@@ -228,6 +228,29 @@ def test_history_lives_as_long_as_the_session_when_questions_are_stored(
     assert before + 30 * 86_400 - 1 <= history[0] <= time.time() + 30 * 86_400
 
 
+def test_history_lives_as_long_as_a_non_default_session_age_when_questions_are_stored(
+    backend: Backend, settings: Settings
+) -> None:
+    # The defect: stored history kept a fixed 30 days whatever
+    # CANDOR_SESSION_MAX_AGE_SECONDS said: past a shorter age the id is refused and
+    # its questions were kept for nothing; under a longer one a follow-up lost its topic.
+    days_7 = 7 * 86_400
+    settings = settings.model_copy(update={"session_max_age_seconds": days_7})
+    store, session_id = backend.store(), new_id()
+    before = time.time()
+
+    answer_once(store, settings, session_id)
+
+    history = [
+        expires
+        for where, text, expires in backend.records()
+        if where in ("history", "session_history") and QUESTION.lower() in text.lower()
+    ]
+    assert len(history) == 1
+    assert history[0] is not None
+    assert before + days_7 - 1 <= history[0] <= time.time() + days_7
+
+
 def test_history_is_forgotten_at_its_expiry_and_the_status_stays(store: StateStore) -> None:
     session_id = new_id()
     store.record_offence(session_id)

@@ -48,6 +48,7 @@ def deps(
         yield deps
         return
     endpoint: str = request.getfixturevalue("dynamodb_endpoint")
+    request.getfixturevalue("fake_aws_credentials")  # the CLI's boto3 client signs with them
     admin = dynamodb_local.client(endpoint)
     table = dynamodb_local.create_state_table(admin)
     for name, value in {
@@ -55,8 +56,6 @@ def deps(
         "CANDOR_STATE_TABLE": table,
         "CANDOR_DYNAMODB_ENDPOINT_URL": endpoint,
         "CANDOR_AWS_REGION": "us-east-1",
-        "AWS_ACCESS_KEY_ID": "local",
-        "AWS_SECRET_ACCESS_KEY": "local",
     }.items():
         monkeypatch.setenv(name, value)
     store = DynamoDBStateStore(table, client=dynamodb_local.client(endpoint))

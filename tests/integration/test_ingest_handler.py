@@ -45,14 +45,7 @@ def keys_in(event: dict[str, Any]) -> list[str]:
 
 
 @pytest.fixture
-def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[S3Client]:
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SESSION_TOKEN": "testing",
-        "AWS_DEFAULT_REGION": REGION,
-    }.items():
-        monkeypatch.setenv(name, value)
+def s3(fake_aws_credentials: str) -> Iterator[S3Client]:
     with mock_aws():
         client = boto3.client("s3", region_name=REGION)
         client.create_bucket(

@@ -78,17 +78,12 @@ def allowed(statements: list[dict[str, Any]], action: str, partition_key: str | 
 
 
 @pytest.fixture
-def aws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[tuple[Any, str]]:
+def aws(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fake_aws_credentials: str
+) -> Iterator[tuple[Any, str]]:
     """moto's S3 with the documents bucket and DynamoDB with the template's table;
     the ingest function's settings pointing at them (embedder and index local)."""
     clear_candor_env(monkeypatch)
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SESSION_TOKEN": "testing",
-        "AWS_DEFAULT_REGION": REGION,
-    }.items():
-        monkeypatch.setenv(name, value)
     with mock_aws():
         s3 = boto3.client("s3", region_name=REGION)
         s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 
 import boto3
@@ -15,11 +16,12 @@ from candor.backends.openai_chat import OpenAIChatModel
 from candor.backends.openai_embedder import OpenAIEmbedder
 from candor.backends.pinecone_index import PineconeVectorIndex
 from candor.errors import ConfigurationError
-from candor.factory import build_chat, build_embedder, build_index
+from candor.factory import build_chat, build_embedder, build_index, build_state
 from candor.ingest.pipeline import count_documents, ingest
 from candor.retrieval import search
 from candor.settings import Settings
 from tests.support import openai_server, pinecone_server
+from tests.support.dynamodb_local import create_state_table
 
 pytestmark = pytest.mark.integration
 
@@ -27,15 +29,9 @@ REGION = "eu-west-1"
 
 
 @pytest.fixture(autouse=True)
-def clean(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def clean(monkeypatch: pytest.MonkeyPatch, fake_aws_credentials: str) -> Iterator[None]:
     for name in ("OPENAI_API_KEY", "PINECONE_API_KEY"):
         monkeypatch.delenv(name, raising=False)
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": REGION,
-    }.items():
-        monkeypatch.setenv(name, value)
     secrets.forget()
     yield
     secrets.forget()
@@ -157,3 +153,34 @@ def test_the_pinecone_index_built_from_settings_serves_hybrid_search_per_site() 
         assert (kites.count(), boats.count()) == (1, 1)
         assert count_documents(kites) == 1
         assert set(dense.index.namespaces) == set(sparse.index.namespaces) == {"kites", "boats"}
+
+
+# The session store built from settings keeps a session as long as its id is accepted.
+
+MONTHS_3 = 90 * 86_400
+
+
+def test_a_dynamodb_session_lasts_as_long_as_a_non_default_session_max_age() -> None:
+    # The defect: build_state left the DynamoDB store at its 30-day default, so with
+    # CANDOR_SESSION_MAX_AGE_SECONDS at 90 days an ended session's record expired on
+    # day 30 and its id, still accepted, could ask again as a fresh session.
+    with mock_aws():
+        dynamodb = boto3.client("dynamodb", region_name=REGION)
+        table = create_state_table(dynamodb)
+        settings = Settings(
+            state_backend="dynamodb",
+            state_table=table,
+            aws_region=REGION,
+            session_max_age_seconds=MONTHS_3,
+        )
+        store = build_state(settings)
+        before = time.time()
+
+        store.record_offence("s-ended-0001")
+        store.record_offence("s-ended-0001")
+
+        item = dynamodb.get_item(
+            TableName=table, Key={"pk": {"S": "session#s-ended-0001"}, "sk": {"S": "session"}}
+        )["Item"]
+        assert store.session_status("s-ended-0001") == "ended"
+    assert before + MONTHS_3 - 1 <= int(item["expires_at"]["N"]) <= time.time() + MONTHS_3

@@ -1,12 +1,12 @@
 """A test whose input is missing skips only when inputs are not required.
 
-`make test` sets CANDOR_REQUIRE_LOCAL_MODELS=1 and provides every input: the local
-models, the dev corpus, the test PDF, `make`. Four test modules used to skip when
-theirs was missing whatever that variable said, so a broken install passed
-`make test` quietly. Each is copied here into a tree of its own, as in a fresh clone
-that fetched nothing (no .candor, no layer), and run by pytest in a child process
-with llama.cpp hidden, no `make` on PATH, and neither CANDOR_TEST_PDF nor
-CANDOR_TEST_CORPUS set.
+`make test` sets CANDOR_REQUIRE_LOCAL_MODELS=1 and CANDOR_REQUIRE_NETWORK_NAMESPACE=1
+and provides every input: the local models, the dev corpus, the test PDF, `make`,
+`unshare` and `ip`. Five test modules used to skip when theirs was missing whatever
+those variables said, so a broken install passed `make test` quietly. Each is copied
+here into a tree of its own, as in a fresh clone that fetched nothing (no .candor, no
+layer), and run by pytest in a child process with llama.cpp hidden, nothing on PATH
+(no `make`, no `unshare`), and neither CANDOR_TEST_PDF nor CANDOR_TEST_CORPUS set.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.local_models import REQUIRE_ENV
+from tests.support import local_models, namespaces
 
 # Two child pytest runs, a few seconds each: not fast enough for unit.
 pytestmark = pytest.mark.integration
@@ -33,7 +33,10 @@ MODULES = {
     "e2e/test_local_end_to_end.py": "llama.cpp, or the dev corpus",
     "unit/test_pdf_loader.py": "CANDOR_TEST_PDF",
     "integration/test_layer_build.py": "make",
+    "integration/test_serve_network.py": "unshare and ip",
 }
+# Each variable that makes a missing input fail instead of skip.
+REQUIRE_ENVS = (local_models.REQUIRE_ENV, namespaces.REQUIRE_ENV)
 # pytest in a process where llama_cpp cannot be found or imported (find_spec gives
 # None for a module that sys.modules holds as None).
 RUN_PYTEST = "; ".join(
@@ -65,7 +68,7 @@ def outcomes(*, required: bool, tmp_path: Path) -> dict[str, set[str]]:
     env["PATH"] = str(empty_path)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "layers" / "candor"), str(ROOT)])
     if required:
-        env[REQUIRE_ENV] = "1"
+        env.update(dict.fromkeys(REQUIRE_ENVS, "1"))
     subprocess.run(
         [
             sys.executable,

@@ -1,4 +1,4 @@
-"""Run inside `unshare -n` by tests/integration/test_serve_network.py: never on its own.
+"""Run inside `unshare -n` (or -rn) by tests/integration/test_serve_network.py: never alone.
 
 In the namespace's own loopback device, with a second address (NETWORK_ADDRESS) that
 is not a loopback address, it tries to serve `candor serve`'s app on 0.0.0.0 with no

@@ -32,13 +32,7 @@ class Clock:
 
 
 @pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> Iterator[Clock]:
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": REGION,
-    }.items():
-        monkeypatch.setenv(name, value)
+def clock(monkeypatch: pytest.MonkeyPatch, fake_aws_credentials: str) -> Iterator[Clock]:
     fake = Clock()
     monkeypatch.setattr(secrets, "_clock", fake, raising=False)
     secrets.forget()

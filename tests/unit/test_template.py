@@ -714,3 +714,45 @@ def test_a_budget_share_the_parameter_accepts_parses_as_a_setting(
         monkeypatch.setenv(variable, value)
     settings = Settings()
     assert settings.budget_address_usd == settings.budget_network_usd == Decimal(value)
+
+
+def test_the_follow_up_window_is_a_parameter_of_the_ask_function() -> None:
+    # The defect: no HistoryTtlSeconds parameter, so a deployment could set
+    # CANDOR_HISTORY_TTL_SECONDS only by editing the function's environment by hand.
+    ask = environment("AskFunction")
+    assert ask["CANDOR_HISTORY_TTL_SECONDS"] == {"Ref": "HistoryTtlSeconds"}
+    parameter = PARAMETERS["HistoryTtlSeconds"]
+    assert parameter["Type"] == "Number"
+    assert parameter["Default"] == Settings.model_fields["history_ttl_seconds"].default
+
+
+@pytest.mark.parametrize("bound", ["MinValue", "MaxValue"])
+def test_the_follow_up_windows_bounds_are_the_settings_bounds(
+    bound: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # CloudFormation refuses a value outside them; the setting refuses one just past.
+    parameter = PARAMETERS["HistoryTtlSeconds"]
+    value = int(parameter[bound])
+    monkeypatch.setenv("CANDOR_HISTORY_TTL_SECONDS", str(value))
+    assert Settings().history_ttl_seconds == value
+    past = value - 1 if bound == "MinValue" else value + 1
+    monkeypatch.setenv("CANDOR_HISTORY_TTL_SECONDS", str(past))
+    with pytest.raises(ValidationError):
+        Settings()
+
+
+@pytest.mark.parametrize("logical_id", API_FUNCTIONS)
+def test_store_questions_false_reaches_every_function_that_stores_visitor_text(
+    logical_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The defect: only the ask function had CANDOR_STORE_QUESTIONS. The feedback
+    # function, which serves POST /feedback, kept its default (true) and stored
+    # comments and better answers though the stack was deployed with "false".
+    for name in list(os.environ):
+        if name.startswith(ENV_PREFIX):
+            monkeypatch.delenv(name)
+    for name, raw in environment(logical_id).items():
+        if raw == {"Ref": "StoreQuestions"}:
+            monkeypatch.setenv(name, "false")
+
+    assert Settings().store_questions is False

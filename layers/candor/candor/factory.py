@@ -123,10 +123,13 @@ def build_state(settings: Settings) -> StateStore:
 
             if not settings.state_table:
                 raise ConfigurationError("CANDOR_STATE_TABLE must name the DynamoDB table")
+            # A session's record (its warned or ended status) must outlive its signed
+            # id: were it to expire first, an ended session would answer again.
             return DynamoDBStateStore(
                 settings.state_table,
                 endpoint_url=settings.dynamodb_endpoint_url,
                 region=settings.aws_region,
+                session_ttl_seconds=settings.session_max_age_seconds,
             )
         case other:
             raise ConfigurationError(f"state backend {other!r} is not available yet")

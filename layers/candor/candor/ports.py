@@ -216,8 +216,9 @@ class Turn:
     decision: str
 
 
-# A session's status lasts this long after its last write (DynamoDB's TTL; SQLite keeps
-# it), and so does its history when questions are stored.
+# The DynamoDB store's default for how long a session's status lasts after its last
+# write (SQLite keeps it); the factory gives it CANDOR_SESSION_MAX_AGE_SECONDS, which
+# is also how long history lasts when questions are stored (candor.service).
 SESSION_LIFETIME_SECONDS = 30 * 86_400
 
 

@@ -24,7 +24,7 @@ from candor.graph.state import (
     GraphState,
     TraceStep,
 )
-from candor.ports import SESSION_LIFETIME_SECONDS, CacheKey, Turn
+from candor.ports import CacheKey, Turn
 from candor.results import AskResult, Done, Idle
 from candor.settings import Settings
 
@@ -284,9 +284,9 @@ def history_expires_at(settings: Settings, now: float) -> int:
     """When a session's follow-up history, written now, is forgotten (epoch seconds).
 
     Without stored questions, only for the follow-up window; with them, as long as
-    a session lives."""
+    a session's id is accepted (CANDOR_SESSION_MAX_AGE_SECONDS)."""
     if settings.store_questions:
-        return int(now) + SESSION_LIFETIME_SECONDS
+        return int(now) + settings.session_max_age_seconds
     return int(now) + settings.history_ttl_seconds
 
 

@@ -256,7 +256,8 @@ class Settings(BaseSettings):
     store_questions: bool = True
     # With store_questions false, the follow-up history (the last history_turns questions
     # and answers) is kept this long after the session's last turn, then forgotten.
-    # With it true, the history lives as long as the session: 30 days after its last turn.
+    # With it true, the history lives as long as a session id is accepted:
+    # session_max_age_seconds (30 days) after its last turn.
     history_ttl_seconds: int = Field(default=1800, ge=60, le=86_400)
 
     _origins = field_validator("allowed_origins", mode="before")(parse_origins)

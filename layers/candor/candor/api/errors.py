@@ -32,6 +32,7 @@ from candor.errors import (
     SessionInvalidError,
     StateStoreError,
 )
+from candor.withheld import type_name, withheld
 
 logger = logging.getLogger("candor.api")
 
@@ -175,13 +176,22 @@ class PublicError:
 def public_error(error: BaseException, trace_id: str) -> PublicError:
     """The public face of `error`; logs its detail under `trace_id` when it is not routine."""
     row = row_for(error)
-    if row.log:
+    if row is INTERNAL:
+        # A bug: its frames find the line that failed; its text may be the visitor's
+        # own words (candor.withheld), so the log has the type and not the message.
+        logger.error(
+            "request failed: unexpected %s",
+            type_name(error),
+            extra={"trace_id": trace_id, "reason": row.reason, "error_type": type_name(error)},
+            exc_info=withheld(error),
+        )
+    elif row.log:
+        # An outage: the message is candor's own (the backend and what it answered).
         logger.error(
             "request failed: %s: %s",
             type(error).__name__,
             error,
             extra={"trace_id": trace_id, "reason": row.reason},
-            exc_info=error if row is INTERNAL else None,
         )
     message = row.message if isinstance(row.message, str) else row.message(error)
     headers = {TRACE_HEADER: trace_id}

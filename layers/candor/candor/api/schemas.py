@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
@@ -11,6 +12,26 @@ from candor.graph.state import Decision
 # The shape of an id the server signs (candor.api.sessions); only the signature
 # check tells a real one from a forgery.
 SESSION_ID_PATTERN = r"^[A-Za-z0-9_.-]{8,128}$"
+
+# C0 controls and DEL: no visitor types them, and NUL or an escape sequence has no
+# business in a prompt, a trace or a terminal. Tab, newline and carriage return
+# are how a question spans lines: allowed.
+CONTROL_CHARACTER = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def refuse_control_characters(field: str, value: str) -> str:
+    """`value`, or a ValueError naming the first control character by code point.
+
+    The message names the character and its position, never the text around it:
+    a 422 does not repeat the visitor's words (candor.api.errors.invalid_fields).
+    """
+    found = CONTROL_CHARACTER.search(value)
+    if found is not None:
+        raise ValueError(
+            f"{field} must not contain control characters (U+{ord(found.group()):04X} at "
+            f"character {found.start() + 1}); tab, newline and carriage return are allowed"
+        )
+    return value
 
 
 class AskRequest(BaseModel):
@@ -28,6 +49,8 @@ class AskRequest(BaseModel):
     @field_validator("question")
     @classmethod
     def _not_blank(cls, value: str) -> str:
+        # Before stripping: str.strip() takes \x0b, \x0c and \x1c-\x1f for whitespace.
+        refuse_control_characters("question", value)
         if not value.strip():
             raise ValueError("question must contain more than whitespace")
         return value.strip()

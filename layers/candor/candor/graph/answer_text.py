@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from candor.graph.citations import markers_in
+from candor.graph.citations import ascii_markers, markers_in
 from candor.graph.prompts import (
     ANSWER_TASK,
     CUT,
@@ -151,7 +151,9 @@ class AnswerCleaner:
         self._streamed = ""  # what of it has gone out
 
     def feed(self, text: str) -> str:
-        self._line += text
+        # The whole line, not the piece: a marker streams in pieces ("［", "１", "］"),
+        # and until it is whole it is the end of a word, which is never let out early.
+        self._line = ascii_markers(self._line + text)
         out: list[str] = []
         while "\n" in self._line:
             self._line, rest = self._line.split("\n", 1)

@@ -18,6 +18,9 @@ from candor.types import Hit
 
 SNIPPET_CHARS = 240
 MARKER = re.compile(r"\[(\d{1,2})\]")
+# A marker in the forms NFKC reads as [1]: a model that has read CJK text writes
+# full-width brackets (U+FF3B, U+FF3D) or digits (U+FF10-U+FF19): ［1］, ［１］, [１].
+_ANY_WIDTH_MARKER = re.compile(r"[\[\uff3b](\d{1,2})[\]\uff3d]")
 # The share of an answer's content words (besides the question's own) that must
 # appear in a passage for the passage to count as a source. On the git dev set the
 # passage a model marked itself held 0.6-1.0 of them when the answer was taken from
@@ -66,6 +69,20 @@ def cite(text: str, shown: Sequence[Hit]) -> tuple[str, tuple[Citation, ...]]:
     cleaned = re.sub(r"[ \t]+([.,;:])", r"\1", cleaned)
     cleaned = _MARKER_RUN.sub(_each_once, _STRANDED.sub(_tucked, cleaned))
     return cleaned.strip(), tuple(citations)
+
+
+def ascii_markers(text: str) -> str:
+    """`text` with each citation marker written as `[n]` in ASCII, as every rule reads it.
+
+    Only whole markers change: a full-width bracket or digit anywhere else is the
+    document's or the visitor's text, and stays as written.
+    """
+
+    def plain(match: re.Match[str]) -> str:
+        marker = match.group(0)
+        return marker if marker.isascii() else f"[{int(match.group(1))}]"
+
+    return _ANY_WIDTH_MARKER.sub(plain, text)
 
 
 def markers_in(text: str) -> str:

@@ -58,7 +58,8 @@ _INVISIBLE = frozenset(
     + "".join(map(chr, range(0xFE00, 0xFE10)))
     + "".join(map(chr, range(0xE0100, 0xE01F0)))
 )
-_MARKER = re.compile(r"(?<![\w\]])\[(\d{1,2})\]")
+# A citation marker, also in the full-width forms a model reads as one (［1］, ［１］).
+_MARKER = re.compile(r"(?<![\w\]\uff3d])[\[\uff3b](\d{1,2})[\]\uff3d]")
 
 
 def data(text: str, max_chars: int, *, visitor: bool = False) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from candor.graph.citations import MARKER
+from candor.graph.citations import MARKER, ascii_markers
 
 # Greetings, thanks and farewells; a courtesy holds at least one of these.
 _COURTESY_LIST = (
@@ -52,4 +52,4 @@ def is_courtesy(message: str) -> bool:
 
 def without_markers(reply: str) -> str:
     """A conversational reply with no passage markers: it cites nothing."""
-    return re.sub(r"[ \t]*" + MARKER.pattern, "", reply).strip()
+    return re.sub(r"[ \t]*" + MARKER.pattern, "", ascii_markers(reply)).strip()
