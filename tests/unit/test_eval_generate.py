@@ -13,6 +13,8 @@ from candor.evaluation import generate
 from candor.evaluation.questions import load_questions
 from tests.support.fakes import ScriptedChatModel
 
+pytestmark = pytest.mark.unit
+
 
 def prose(topic: str, n: int) -> str:
     """A paragraph of `n` sentences about `topic`, long enough to be a window."""
