@@ -249,3 +249,18 @@ def test_has_all_keywords_needs_every_keyword_in_the_shown_passages_in_any_case(
     ]
     assert has_all_keywords("\n".join(shown), ("gc.auto", "6700", "disable"))
     assert not has_all_keywords(shown[0], ("gc.auto", "6700", "disable"))
+
+
+def test_an_answer_to_a_question_without_expected_keywords_is_not_counted_correct() -> None:
+    # A generated question (candor eval --generate) expects a page and no keywords:
+    # nothing says whether its answer is right, so it is left out of answer_correct.
+    generated = [
+        record("gen-1", "factual", "answered", answer="Any words.", expected_sources=("a.md",)),
+        record("gen-2", "factual", "declined", expected_sources=("b.md",)),
+        RECORDS[0],
+    ]
+    summary = summarise(generated)
+    assert summary["answer_correct"] == 1.0
+    assert summary["samples"]["answer_correct"] == 1
+    assert summary["samples"]["answerable_declined"] == 3
+    assert generated[0].to_json()["answer_correct"] is None

@@ -70,6 +70,15 @@ def test_answer_figures_hold_only_the_answerable_questions_that_ran() -> None:
     assert values["unanswerable declined"] == {"u1": True, "u2": False}
 
 
+def test_a_question_without_expected_keywords_has_no_keyword_figure() -> None:
+    # A generated question's record (no keywords: answer_correct None) is not counted
+    # as an answer without its keywords, but its decline still counts.
+    generated = record("gen-1", "factual", "answered", answer_correct=None)
+    values = by_name(agent_values([*RECORDS, generated]))
+    assert values["answers with every keyword"] == {"f1": True, "f2": False}
+    assert values["answerable declined"]["gen-1"] is False
+
+
 def test_unsupported_specifics_and_citations_are_figures_of_answers_only() -> None:
     values = by_name(agent_values(RECORDS))
     assert values["answers with an unsupported specific left"] == {"f1": False, "u2": True}

@@ -90,6 +90,12 @@ class AgentRecord:
     def routed_right(self) -> bool:
         return self.decision in EXPECTED_DECISIONS.get(self.kind, RETRIEVAL_DECISIONS)
 
+    @property
+    def judged_by_keywords(self) -> bool:
+        """An answerable question whose answer is checked by its expected keywords: a
+        generated question (candor eval --generate) has none, so nothing says it is right."""
+        return self.kind in ANSWERABLE_KINDS and bool(self.answer_keywords)
+
     def keywords_present(self) -> bool:
         return has_all_keywords(self.answer, self.answer_keywords)
 
@@ -104,7 +110,7 @@ class AgentRecord:
         return row | {
             "decision": self.decision,
             "routed_right": self.routed_right(),
-            "answer_correct": self.keywords_present() if self.kind in ANSWERABLE_KINDS else None,
+            "answer_correct": self.keywords_present() if self.judged_by_keywords else None,
             "cited_sources": list(self.cited_sources),
             "citations_valid": self.citations_valid,
             "model_calls": self.model_calls,
@@ -172,7 +178,10 @@ def summarise(records: Sequence[AgentRecord]) -> dict[str, Any]:
             len(answerable),
         ),
         # All keywords in the answer; a declined answerable question is not correct.
-        "answer_correct": (sum(r.keywords_present() for r in answerable), len(answerable)),
+        "answer_correct": (
+            sum(r.keywords_present() for r in answerable if r.judged_by_keywords),
+            sum(1 for r in answerable if r.judged_by_keywords),
+        ),
         "citation_accuracy": (
             sum(1 for r in answered if set(r.cited_sources) & set(r.expected_sources)),
             len(answered),

@@ -45,7 +45,12 @@ def _citation_share(row: Row) -> float | None:
 AGENT_FIGURES: tuple[tuple[Figure, Callable[[Row], bool | float | None]], ...] = (
     (
         Figure("answers with every keyword", True),
-        lambda r: bool(r["answer_correct"]) if _answerable(r) else None,
+        # None for a question with no expected keywords (a generated one).
+        lambda r: (
+            bool(r["answer_correct"])
+            if _answerable(r) and r.get("answer_correct") is not None
+            else None
+        ),
     ),
     (
         Figure("answerable declined", False),
