@@ -384,3 +384,32 @@ def test_traces_since_reads_the_last_days(make_deps: MakeDeps) -> None:
     assert [t.trace_id for t in today] == [result.trace_id]
     assert tomorrow == []
     assert [t.trace_id for t in both] == [result.trace_id]
+
+
+class BuggyWrites(SqliteStateStore):
+    """The real SQLite store, except that the writes after an answer meet a bug whose
+    message quotes the visitor (as a KeyError of a looked-up question would)."""
+
+    def put_trace(self, trace: StoredTrace) -> None:
+        raise KeyError(f"no slot for {QUESTION!r}")
+
+    def append_turn(self, session_id: str, turn: object, *, keep: int, expires_at: int) -> None:
+        raise KeyError(f"no history for {QUESTION!r}")
+
+
+def test_a_failed_write_after_the_answer_logs_its_type_but_not_the_visitors_words(
+    make_deps: MakeDeps, caplog: pytest.LogCaptureFixture
+) -> None:
+    deps = make_deps(answering())
+    deps = dataclasses.replace(deps, state=BuggyWrites(deps.settings.data_dir / "other.sqlite3"))
+
+    with caplog.at_level(logging.DEBUG):
+        result = asyncio.run(ask(deps, QUESTION, session_id="s-1"))
+
+    assert result.decision == "answered"
+    failed = [r for r in caplog.records if r.exc_info]
+    assert {r.name for r in failed} >= {"candor.traces", "candor.service"}
+    for record in caplog.records:  # every logger, every level, with its traceback
+        assert "force-with-lease" not in logging.Formatter().format(record)
+    for record in failed:
+        assert "KeyError" in logging.Formatter().format(record)

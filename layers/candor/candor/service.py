@@ -27,6 +27,7 @@ from candor.graph.state import (
 from candor.ports import CacheKey, Turn
 from candor.results import AskResult, Done, Idle
 from candor.settings import Settings
+from candor.withheld import type_name, withheld
 
 logger = logging.getLogger(__name__)
 
@@ -305,10 +306,12 @@ async def _best_effort(kind: str, trace_id: str, write: Callable[[], None]) -> N
     """Run a write that must not cost the visitor the answer; log and count a failure."""
     try:
         await asyncio.to_thread(write)
-    except Exception:
+    except Exception as error:
         write_failures[kind] += 1
-        logger.exception(
+        # A bug's message can quote the visitor (candor.withheld): type and frames only.
+        logger.error(
             "%s failed after the answer; the answer is returned anyway",
             kind,
-            extra={"trace_id": trace_id, "write": kind},
+            exc_info=withheld(error),
+            extra={"trace_id": trace_id, "write": kind, "error_type": type_name(error)},
         )

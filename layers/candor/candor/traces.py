@@ -43,6 +43,7 @@ from candor.graph.state import (
 from candor.ports import StateStore, StoredTrace
 from candor.settings import Settings
 from candor.types import Message
+from candor.withheld import type_name, withheld
 
 if TYPE_CHECKING:
     from candor.deps import Deps
@@ -260,8 +261,13 @@ async def record(
             now=time.time(),
         )
         await asyncio.to_thread(deps.state.put_trace, trace.stored(deps.settings))
-    except Exception:  # the visitor has the answer; a lost trace is only logged
-        logger.warning("trace %s was not stored", result.trace_id, exc_info=True)
+    except Exception as error:  # the visitor has the answer; a lost trace is only logged
+        logger.warning(
+            "trace %s was not stored",
+            result.trace_id,
+            exc_info=withheld(error),  # its message can quote the visitor
+            extra={"error_type": type_name(error)},
+        )
         observability.count("trace_write_failures")
     if trace is not None:
         logger.info(
