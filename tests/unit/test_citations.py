@@ -94,6 +94,32 @@ def test_an_unmarked_list_drawn_from_several_pages_is_cited_step_by_step() -> No
     assert answer.startswith("To fix things, follow these steps:")
 
 
+def test_an_unmarked_sentence_summing_up_two_passages_cites_both() -> None:
+    # make test, 2026-12-03: "How do I deploy candor to AWS?" was answered in two
+    # unmarked sentences, the second summing up three steps from two excerpts; no
+    # one excerpt held half its words, so the whole answer was declined.
+    answer, citations = with_attribution(
+        "You amend the tip of the current branch with a new commit. "
+        "Then loose objects get packed automatically, and the branch tip is replaced.",
+        "How do I tidy up and redo my last commit?",
+        PASSAGES,
+        shown_chars=600,
+    )
+    assert [c.source for c in citations] == ["git-commit.html", "git-gc.html"]
+    assert answer.endswith("and the branch tip is replaced [2][1].")
+
+
+def test_a_pair_of_passages_must_still_hold_half_of_a_sentences_words() -> None:
+    _answer, citations = with_attribution(
+        "Nightly cron upkeep keeps repositories fast, schedules maintenance windows, "
+        "rotates logs, packs loose objects and replaces the branch tip.",
+        "How do I tidy up and redo my last commit?",
+        PASSAGES,
+        shown_chars=600,
+    )
+    assert citations == ()
+
+
 def test_sentences_no_passage_accounts_for_are_not_cited_piecemeal() -> None:
     _answer, citations = with_attribution(
         "Run the scheduler nightly with cron. Repositories stay fast with regular upkeep. "

@@ -141,6 +141,44 @@ def sentences(text: str) -> list[str]:
     return joined
 
 
+def _shown_words(hit: Hit, shown_chars: int) -> set[str]:
+    chunk = hit.chunk
+    return content_words(f"{chunk.title} {chunk.heading} {chunk.text[:shown_chars]}")
+
+
+def covering_pair(
+    sentence: str, question: str, passages: Sequence[Hit], shown_chars: int
+) -> list[int]:
+    """Two passages that together account for a sentence no one passage does, or [].
+
+    A sentence that sums up steps from two excerpts ("create the indexes in your
+    region, store the keys in SSM and run sam deploy") holds too few of either's
+    words to be attributed to one, though every word comes from the two. The best
+    passage is taken, then the one that adds most of the words it lacks; the pair
+    counts when it holds ATTRIBUTION_THRESHOLD of the sentence's words and each
+    passage brings at least one of them. The support check still reads the
+    sentence's specifics against both.
+    """
+    words = content_words(MARKER.sub(" ", sentence)) - content_words(question)
+    if not words:
+        return []
+    held = [_shown_words(hit, shown_chars) & words for hit in passages]
+    ranked = sorted(range(len(held)), key=lambda i: (-len(held[i]), i))
+    if not ranked or not held[ranked[0]]:
+        return []
+    first = ranked[0]
+    second = max(
+        ranked[1:],
+        key=lambda i: (len(held[i] - held[first]), -i),
+        default=None,
+    )
+    if second is None or not held[second] - held[first]:
+        return []
+    if len(held[first] | held[second]) < ATTRIBUTION_THRESHOLD * len(words):
+        return []
+    return [first + 1, second + 1]
+
+
 def attribute(answer: str, question: str, passages: Sequence[Hit], shown_chars: int) -> list[int]:
     """The 1-based numbers of the passages an unmarked answer is made of, best first.
 
@@ -152,8 +190,7 @@ def attribute(answer: str, question: str, passages: Sequence[Hit], shown_chars: 
         return []
     shares = []
     for number, hit in enumerate(passages, start=1):
-        chunk = hit.chunk
-        shown = content_words(f"{chunk.title} {chunk.heading} {chunk.text[:shown_chars]}")
+        shown = _shown_words(hit, shown_chars)
         shares.append((len(words & shown) / len(words), number))
     shares.sort(key=lambda pair: (-pair[0], pair[1]))
     return [number for share, number in shares if share >= ATTRIBUTION_THRESHOLD]
@@ -186,10 +223,12 @@ def with_attribution(
         if len(words) <= CONNECTIVE_WORDS or sentence.rstrip().endswith(":"):
             kept.append(sentence)
             continue
-        best = attribute(sentence, question, passages, shown_chars)[:1]
+        best = attribute(sentence, question, passages, shown_chars)[:1] or covering_pair(
+            sentence, question, passages, shown_chars
+        )
         if best:
             covered += len(words)
-            kept.append(_marked(sentence, f"[{best[0]}]"))
+            kept.append(_marked(sentence, "".join(f"[{n}]" for n in best)))
     if not own or covered < ATTRIBUTION_THRESHOLD * own:
         return answer.strip(), ()
     return cite("".join(kept).rstrip(), passages)
