@@ -210,6 +210,18 @@ def test_history_holds_no_question_past_the_follow_up_window_when_questions_are_
     assert [turn.question for turn in store.get_session(session_id).history] == [QUESTION]
 
 
+def stored_history_expiry(backend: Backend) -> float:
+    """When the one stored record of the question's history expires."""
+    history = [
+        expires
+        for where, text, expires in backend.records()
+        if where in ("history", "session_history") and QUESTION.lower() in text.lower()
+    ]
+    assert len(history) == 1
+    assert history[0] is not None
+    return history[0]
+
+
 def test_history_lives_as_long_as_the_session_when_questions_are_stored(
     backend: Backend, settings: Settings
 ) -> None:
@@ -218,14 +230,8 @@ def test_history_lives_as_long_as_the_session_when_questions_are_stored(
 
     answer_once(store, settings, session_id)
 
-    history = [
-        expires
-        for where, text, expires in backend.records()
-        if where in ("history", "session_history") and QUESTION.lower() in text.lower()
-    ]
-    assert len(history) == 1
-    assert history[0] is not None
-    assert before + 30 * 86_400 - 1 <= history[0] <= time.time() + 30 * 86_400
+    expires = stored_history_expiry(backend)
+    assert before + 30 * 86_400 - 1 <= expires <= time.time() + 30 * 86_400
 
 
 def test_history_lives_as_long_as_a_non_default_session_age_when_questions_are_stored(
@@ -241,14 +247,8 @@ def test_history_lives_as_long_as_a_non_default_session_age_when_questions_are_s
 
     answer_once(store, settings, session_id)
 
-    history = [
-        expires
-        for where, text, expires in backend.records()
-        if where in ("history", "session_history") and QUESTION.lower() in text.lower()
-    ]
-    assert len(history) == 1
-    assert history[0] is not None
-    assert before + days_7 - 1 <= history[0] <= time.time() + days_7
+    expires = stored_history_expiry(backend)
+    assert before + days_7 - 1 <= expires <= time.time() + days_7
 
 
 def test_history_is_forgotten_at_its_expiry_and_the_status_stays(store: StateStore) -> None:
