@@ -30,8 +30,13 @@ ANSWERING: dict[str, list[Any]] = {
     "text": ["It refuses to overwrite work you have not seen [1]."] * 3,
 }
 
-# Every C0 control but tab, newline and carriage return, and DEL.
-CONTROLS = [chr(c) for c in range(0x20) if chr(c) not in "\t\n\r"] + ["\x7f"]
+# Every C0 control but tab, newline and carriage return, DEL, and every C1 control
+# (U+0080-U+009F: U+009B is CSI, which a terminal reads as an escape sequence).
+CONTROLS = (
+    [chr(c) for c in range(0x20) if chr(c) not in "\t\n\r"]
+    + ["\x7f"]
+    + [chr(c) for c in range(0x80, 0xA0)]
+)
 
 
 @pytest.fixture

@@ -213,3 +213,33 @@ def test_a_new_rating_waits_for_review_whatever_the_caller_passed(make_deps: Mak
     assert outcome == "rated"
     feedback = visit.feedback()
     assert feedback is not None and feedback.review == "pending"
+
+
+@pytest.mark.parametrize("field", ["comment", "better_answer"])
+@pytest.mark.parametrize("control", ["\x00", "\x1b", "\x7f", "\x85", "\x9b"])
+def test_a_control_character_in_feedback_text_is_a_422_with_a_reason(
+    make_deps: MakeDeps, field: str, control: str
+) -> None:
+    # The comment and the better answer are shown to the owner in `candor review`
+    # and the insights: an escape sequence (ESC or the C1 CSI, U+009B) in them
+    # reached the store as written, as questions did before they were checked.
+    visit = Visit(make_deps)
+
+    response = visit.rate(**{field: f"It is wrong{control}[2J about 4417"})
+
+    assert response.status_code == 422, response.text
+    (problem,) = response.json()["detail"]
+    assert problem["loc"] == ["body", field]
+    assert f"U+{ord(control):04X}" in problem["msg"]
+    assert "4417" not in response.text
+    assert visit.feedback() is None, "a refused rating must store nothing"
+
+
+def test_feedback_text_may_span_lines(make_deps: MakeDeps) -> None:
+    visit = Visit(make_deps)
+
+    response = visit.rate(comment="First line.\r\nSecond line.\tTabbed.")
+
+    assert response.status_code == 200, response.text
+    feedback = visit.feedback()
+    assert feedback is not None and feedback.comment == "First line.\r\nSecond line.\tTabbed."

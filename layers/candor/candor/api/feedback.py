@@ -15,12 +15,17 @@ from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
 from candor import guards, rating, traces
 from candor.api.base import EdgeFromSettings, build_app
 from candor.api.edge import Edge
-from candor.api.schemas import EDGE_RESPONSES, SESSION_ID_PATTERN, ErrorResponse
+from candor.api.schemas import (
+    EDGE_RESPONSES,
+    SESSION_ID_PATTERN,
+    ErrorResponse,
+    refuse_control_characters,
+)
 from candor.deps import Deps
 from candor.errors import ConfigurationError
 from candor.ports import StateStore
@@ -40,6 +45,14 @@ class FeedbackRequest(BaseModel):
         max_length=traces.BETTER_ANSWER_MAX_CHARS,
         description="What the answer should have said.",
     )
+
+    @field_validator("comment", "better_answer")
+    @classmethod
+    def _no_control_characters(cls, value: str | None, info: ValidationInfo) -> str | None:
+        # The owner reads these in `candor review` and the insights, as written.
+        if value is not None:
+            refuse_control_characters(info.field_name or "text", value)
+        return value
 
 
 class FeedbackResponse(BaseModel):

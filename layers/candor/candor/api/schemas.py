@@ -13,10 +13,13 @@ from candor.graph.state import Decision
 # check tells a real one from a forgery.
 SESSION_ID_PATTERN = r"^[A-Za-z0-9_.-]{8,128}$"
 
-# C0 controls and DEL: no visitor types them, and NUL or an escape sequence has no
-# business in a prompt, a trace or a terminal. Tab, newline and carriage return
-# are how a question spans lines: allowed.
-CONTROL_CHARACTER = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# C0 controls, DEL and C1 controls: no visitor types them, and NUL or an escape
+# sequence (ESC, or C1's CSI U+009B) has no business in a prompt, a trace or the
+# owner's terminal. Tab, newline and carriage return are how text spans lines:
+# allowed. Format characters (bidirectional overrides, zero-width marks) are left
+# to whoever shows the text (candor.review.printable escapes them): some scripts
+# need them.
+CONTROL_CHARACTER = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 def refuse_control_characters(field: str, value: str) -> str:
