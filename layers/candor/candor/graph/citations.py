@@ -18,9 +18,10 @@ from candor.types import Hit
 
 SNIPPET_CHARS = 240
 MARKER = re.compile(r"\[(\d{1,2})\]")
-# A marker in the forms NFKC reads as [1]: a model that has read CJK text writes
-# full-width brackets (U+FF3B, U+FF3D) or digits (U+FF10-U+FF19): ［1］, ［１］, [１].
-_ANY_WIDTH_MARKER = re.compile(r"[\[\uff3b](\d{1,2})[\]\uff3d]")
+# A marker in the forms a model that has read CJK text writes for [1]: full-width
+# brackets (U+FF3B, U+FF3D) or digits (U+FF10-U+FF19), which NFKC reads as [1], and
+# lenticular brackets (U+3010, U+3011), which it does not: ［1］, ［１］, [１], 【1】.
+_ANY_WIDTH_MARKER = re.compile(r"[\[\uff3b\u3010](\d{1,2})[\]\uff3d\u3011]")
 # The share of an answer's content words (besides the question's own) that must
 # appear in a passage for the passage to count as a source. On the git dev set the
 # passage a model marked itself held 0.6-1.0 of them when the answer was taken from

@@ -58,8 +58,9 @@ _INVISIBLE = frozenset(
     + "".join(map(chr, range(0xFE00, 0xFE10)))
     + "".join(map(chr, range(0xE0100, 0xE01F0)))
 )
-# A citation marker, also in the full-width forms a model reads as one (［1］, ［１］).
-_MARKER = re.compile(r"(?<![\w\]\uff3d])[\[\uff3b](\d{1,2})[\]\uff3d]")
+# A citation marker, also in the full-width and lenticular forms a model reads as one
+# (［1］, ［１］, 【1】).
+_MARKER = re.compile(r"(?<![\w\]\uff3d\u3011])[\[\uff3b\u3010](\d{1,2})[\]\uff3d\u3011]")
 
 
 def data(text: str, max_chars: int, *, visitor: bool = False) -> str:
