@@ -742,6 +742,36 @@ def test_the_follow_up_windows_bounds_are_the_settings_bounds(
 
 
 @pytest.mark.parametrize("logical_id", API_FUNCTIONS)
+def test_the_session_age_is_a_parameter_of_every_function_that_checks_session_ids(
+    logical_id: str,
+) -> None:
+    # The defect: no SessionMaxAgeSeconds parameter, so a deployment could change how
+    # long a session id is accepted only by editing each function's environment by
+    # hand, and ask and feedback could disagree on it (an id /ask still took that
+    # /feedback refused as expired).
+    assert environment(logical_id)["CANDOR_SESSION_MAX_AGE_SECONDS"] == {
+        "Ref": "SessionMaxAgeSeconds"
+    }
+    parameter = PARAMETERS["SessionMaxAgeSeconds"]
+    assert parameter["Type"] == "Number"
+    assert parameter["Default"] == Settings.model_fields["session_max_age_seconds"].default
+
+
+@pytest.mark.parametrize("bound", ["MinValue", "MaxValue"])
+def test_the_session_age_bounds_are_the_settings_bounds(
+    bound: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parameter = PARAMETERS["SessionMaxAgeSeconds"]
+    value = int(parameter[bound])
+    monkeypatch.setenv("CANDOR_SESSION_MAX_AGE_SECONDS", str(value))
+    assert Settings().session_max_age_seconds == value
+    past = value - 1 if bound == "MinValue" else value + 1
+    monkeypatch.setenv("CANDOR_SESSION_MAX_AGE_SECONDS", str(past))
+    with pytest.raises(ValidationError):
+        Settings()
+
+
+@pytest.mark.parametrize("logical_id", API_FUNCTIONS)
 def test_store_questions_false_reaches_every_function_that_stores_visitor_text(
     logical_id: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -240,8 +240,8 @@ class Settings(BaseSettings):
     session_secret: SecretStr | None = None
     session_secret_parameter: str | None = Field(default=None, pattern=SSM_NAME_PATTERN)
     # A session id older than this is refused (401); the DynamoDB store keeps a
-    # session as long.
-    session_max_age_seconds: int = Field(default=30 * 86_400, ge=60)
+    # session as long. At most a year: the template's SessionMaxAgeSeconds bounds.
+    session_max_age_seconds: int = Field(default=30 * 86_400, ge=60, le=365 * 86_400)
 
     # The DynamoDB state store (state_backend="dynamodb").
     state_table: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]{3,255}$")
