@@ -334,6 +334,24 @@ def test_a_chip_shows_the_title_and_the_quote_that_backs_the_answer(
     expect(reply.locator(".sources")).not_to_contain_text("|")
 
 
+def test_code_in_an_answer_shows_as_code_without_its_backticks(
+    page: Page, start: StartStack
+) -> None:
+    # The defect: the answer's Markdown code spans reached the visitor with their
+    # backticks ("Answer yes to `Allow SAM CLI IAM role creation`", docs/widget.png).
+    answer = "Each search returns 20 results before fusion (`CANDOR_CANDIDATES`) [1]."
+    stack = start(answered_chat() | {"text": [answer]}, chunks=settings_page)
+    widget = Widget(page, stack)
+    widget.open()
+
+    reply = widget.ask("How many results does each search return?")
+
+    expect(reply.locator(".answer")).to_have_text(
+        "Each search returns 20 results before fusion (CANDOR_CANDIDATES) [1]."
+    )
+    expect(reply.locator(".answer code")).to_have_text("CANDOR_CANDIDATES")
+
+
 def test_from_a_server_older_than_quotes_a_chip_shows_the_snippet(
     page: Page, start: StartStack
 ) -> None:

@@ -160,6 +160,8 @@ a.chip:hover { text-decoration: underline; }
 .quote { display: -webkit-box; -webkit-box-orient: vertical; -webkit-line-clamp: 4; overflow: hidden;
   color: #474747; font-size: 12px; }
 .num { font-weight: 700; margin-right: 4px; }
+.answer code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 0.92em;
+  background: #e3e6e8; padding: 0 3px; border-radius: 4px; }
 .row { display: flex; gap: 6px; align-items: center; margin-top: 8px; white-space: normal; }
 .small { font-size: 13px; color: #474747; }
 .btn { border: 1px solid #747775; background: #fff; color: #1f1f1f; border-radius: 8px; padding: 4px 10px; cursor: pointer; }
@@ -535,11 +537,21 @@ textarea:disabled { background: #f1f3f4; }
     return false;
   }
 
+  // A `code span` in the answer (a command, an option, a setting) shows as code,
+  // without its backticks. Text nodes only: nothing the model wrote is parsed as HTML.
+  function showAnswer(body, answer) {
+    body.textContent = "";
+    answer.split(/`([^`\n]+)`/).forEach((part, i) => {
+      if (i % 2) body.append(el("code", {}, [part]));
+      else if (part) body.append(document.createTextNode(part));
+    });
+  }
+
   function finish(reply, result) {
     storeSession(result.session_id || session);
     reply.status(null);
     // The final text replaces what streamed: a decline replaces a started answer.
-    reply.body.textContent = String(result.answer || "");
+    showAnswer(reply.body, String(result.answer || ""));
     const decision = result.decision;
     reply.bubble.dataset.decision = String(decision);
     if (decision === "warned" || decision === "ended") {
