@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from tests.support.browser import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 
-QUESTION = "Which setting changes how many passages are retrieved?"
+QUESTION = "How do I deploy candor to AWS?"
 # Three calls of the local model; on two busy cores that can take minutes.
 ANSWER_TIMEOUT_MS = 20 * 60 * 1000
 
@@ -67,7 +67,7 @@ def main() -> int:
                 browser = playwright.chromium.launch(
                     executable_path=str(CHROMIUM), args=CHROMIUM_ARGS
                 )
-                page = browser.new_page(viewport={"width": 1100, "height": 760})
+                page = browser.new_page(viewport={"width": 1100, "height": 900})
                 page.goto(f"{api}/")
                 page.get_by_role("button", name="Ask a question").click()
                 page.get_by_label("Your question").fill(args.question)
@@ -75,7 +75,8 @@ def main() -> int:
                 expect(page.locator(".log")).to_have_attribute(
                     "aria-busy", "false", timeout=ANSWER_TIMEOUT_MS
                 )
-                page.locator(".msg.bot").last.scroll_into_view_if_needed()
+                # The answer's first line at the top of the log: the prose, then its chips.
+                page.locator(".msg.bot").last.evaluate("m => m.scrollIntoView({block: 'start'})")
                 page.screenshot(path=str(args.out))
                 answer = page.locator(".msg.bot .answer").last.inner_text()
                 browser.close()
