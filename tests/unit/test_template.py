@@ -726,21 +726,6 @@ def test_the_follow_up_window_is_a_parameter_of_the_ask_function() -> None:
     assert parameter["Default"] == Settings.model_fields["history_ttl_seconds"].default
 
 
-@pytest.mark.parametrize("bound", ["MinValue", "MaxValue"])
-def test_the_follow_up_windows_bounds_are_the_settings_bounds(
-    bound: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # CloudFormation refuses a value outside them; the setting refuses one just past.
-    parameter = PARAMETERS["HistoryTtlSeconds"]
-    value = int(parameter[bound])
-    monkeypatch.setenv("CANDOR_HISTORY_TTL_SECONDS", str(value))
-    assert Settings().history_ttl_seconds == value
-    past = value - 1 if bound == "MinValue" else value + 1
-    monkeypatch.setenv("CANDOR_HISTORY_TTL_SECONDS", str(past))
-    with pytest.raises(ValidationError):
-        Settings()
-
-
 @pytest.mark.parametrize("logical_id", API_FUNCTIONS)
 def test_the_session_age_is_a_parameter_of_every_function_that_checks_session_ids(
     logical_id: str,
@@ -757,16 +742,24 @@ def test_the_session_age_is_a_parameter_of_every_function_that_checks_session_id
     assert parameter["Default"] == Settings.model_fields["session_max_age_seconds"].default
 
 
+# Each number parameter bounded like the setting it sets: the parameter, the variable, the field.
+BOUNDED_NUMBERS = [
+    ("HistoryTtlSeconds", "CANDOR_HISTORY_TTL_SECONDS", "history_ttl_seconds"),
+    ("SessionMaxAgeSeconds", "CANDOR_SESSION_MAX_AGE_SECONDS", "session_max_age_seconds"),
+]
+
+
 @pytest.mark.parametrize("bound", ["MinValue", "MaxValue"])
-def test_the_session_age_bounds_are_the_settings_bounds(
-    bound: str, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(("name", "variable", "field"), BOUNDED_NUMBERS)
+def test_a_number_parameters_bounds_are_its_settings_bounds(
+    name: str, variable: str, field: str, bound: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    parameter = PARAMETERS["SessionMaxAgeSeconds"]
-    value = int(parameter[bound])
-    monkeypatch.setenv("CANDOR_SESSION_MAX_AGE_SECONDS", str(value))
-    assert Settings().session_max_age_seconds == value
+    # CloudFormation refuses a value outside them; the setting refuses one just past.
+    value = int(PARAMETERS[name][bound])
+    monkeypatch.setenv(variable, str(value))
+    assert getattr(Settings(), field) == value
     past = value - 1 if bound == "MinValue" else value + 1
-    monkeypatch.setenv("CANDOR_SESSION_MAX_AGE_SECONDS", str(past))
+    monkeypatch.setenv(variable, str(past))
     with pytest.raises(ValidationError):
         Settings()
 
