@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import json
+import shutil
 import time
 from decimal import Decimal
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from candor import guards
+from candor import guards, release
 from candor.api.app import create_app
 from candor.deps import Deps
 from candor.errors import ModelError
@@ -421,6 +422,41 @@ def test_a_new_corpus_version_never_serves_an_old_cached_answer(make_deps: MakeD
     # The answer is made afresh; the triage verdict is not: it does not depend on
     # the documents, and the verdict cache kept it (candor.screening.verdicts).
     assert chat.kinds() == ["Triage", "judge", "text", "judge", "text"]
+
+
+def test_an_upgrade_that_keeps_the_version_never_serves_an_old_cached_answer(
+    make_deps: MakeDeps, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The defect: the key held the version string (0.2.0 through many releases of
+    # new prompts and checks), so after an upgrade an answer or a decline of the old
+    # code was served for a day (CANDOR_CACHE_TTL_SECONDS).
+    chat = answering(times=2)
+    deps = guarded(make_deps, chat)
+    client = http(deps)
+    client.post("/ask", json={"question": QUESTION})
+    # The upgrade: the same package with one prompt changed.
+    upgraded = tmp_path / "candor"
+    shutil.copytree(release.PACKAGE, upgraded, ignore=shutil.ignore_patterns("__pycache__"))
+    prompts = upgraded / "graph" / "prompts.py"
+    prompts.write_text(prompts.read_text() + "\n# a changed prompt\n")
+    monkeypatch.setattr(release, "code_digest", lambda: release.tree_digest(upgraded))
+
+    again = client.post("/ask", json={"question": QUESTION}).json()
+
+    assert again["cached"] is False
+    assert chat.kinds() == ["Triage", "judge", "text", "judge", "text"]
+
+
+def test_the_code_digest_changes_with_any_file_but_not_with_bytecode(tmp_path: Path) -> None:
+    (tmp_path / "graph").mkdir()
+    (tmp_path / "graph" / "prompts.py").write_text("ANSWER = 'Answer.'\n")
+    (tmp_path / "model.npz").write_bytes(b"\x00\x01")
+    before = release.tree_digest(tmp_path)
+    (tmp_path / "graph" / "__pycache__").mkdir()
+    (tmp_path / "graph" / "__pycache__" / "prompts.cpython-311.pyc").write_bytes(b"\x42")
+    assert release.tree_digest(tmp_path) == before
+    (tmp_path / "model.npz").write_bytes(b"\x00\x02")
+    assert release.tree_digest(tmp_path) != before
 
 
 def test_an_ended_session_is_refused_before_the_cache_is_consulted(

@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
-from candor import __version__, observability
+from candor import __version__, observability, release
 from candor.errors import BudgetExhaustedError, RateLimitedError
 from candor.graph import limits
 from candor.graph.state import Citation, Decision, GraphState
@@ -320,6 +320,8 @@ def settings_fingerprint(settings: Settings, *, chat: str, embedder: str, top_k:
         },
     )
     shaping |= {"chat": chat, "embedder": embedder, "top_k": top_k, "candor": __version__}
+    # The code itself: an upgrade under the same version must not serve old answers.
+    shaping["code"] = release.code_digest()
     return hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()
 
 
