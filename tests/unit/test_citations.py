@@ -6,6 +6,7 @@ import pytest
 
 from candor.graph import prompts
 from candor.graph.citations import attribute, cite, with_attribution
+from candor.graph.state import Citation
 from candor.text import content_words
 from candor.types import Chunk, Hit
 
@@ -36,6 +37,12 @@ PASSAGES = [
     ),
 ]
 QUESTION = "What is the default value of gc.auto?"
+TIDY_QUESTION = "How do I tidy up and redo my last commit?"
+
+
+def attributed(answer: str, question: str = QUESTION) -> tuple[str, tuple[Citation, ...]]:
+    """with_attribution over PASSAGES, as the model was shown 600 characters of each."""
+    return with_attribution(answer, question, PASSAGES, shown_chars=600)
 
 
 def test_content_words_drop_stopwords_and_short_words_but_keep_numbers() -> None:
@@ -64,11 +71,8 @@ def test_only_the_part_of_a_passage_the_model_was_shown_counts() -> None:
 
 
 def test_with_attribution_appends_markers_matching_the_citations() -> None:
-    answer, citations = with_attribution(
+    answer, citations = attributed(
         "Above 6700 loose objects git gc packs them; 0 disables it.",
-        QUESTION,
-        PASSAGES,
-        shown_chars=600,
     )
     assert answer == "Above 6700 loose objects git gc packs them; 0 disables it [1]."
     assert [c.source for c in citations] == ["git-gc.html"]
@@ -77,14 +81,12 @@ def test_with_attribution_appends_markers_matching_the_citations() -> None:
 def test_an_unmarked_list_drawn_from_several_pages_is_cited_step_by_step() -> None:
     # CI, 2026-12-02: "How do I deploy candor to AWS?" got three unmarked steps, each
     # from another passage; no one passage held half the words, so it was declined.
-    answer, citations = with_attribution(
+    answer, citations = attributed(
         "To fix things, follow these steps:\n"
         "1. Loose objects above 6700 get packed by git gc automatically.\n"
         "2. Replace the tip of the current branch with a new commit.\n"
         "3. Schedule nightly maintenance with cron for faster repositories.",
-        "How do I tidy up and redo my last commit?",
-        PASSAGES,
-        shown_chars=600,
+        TIDY_QUESTION,
     )
     assert [c.source for c in citations] == ["git-gc.html", "git-commit.html"]
     assert "by git gc automatically [1]." in answer
@@ -98,35 +100,28 @@ def test_an_unmarked_sentence_summing_up_two_passages_cites_both() -> None:
     # make test, 2026-12-03: "How do I deploy candor to AWS?" was answered in two
     # unmarked sentences, the second summing up three steps from two excerpts; no
     # one excerpt held half its words, so the whole answer was declined.
-    answer, citations = with_attribution(
+    answer, citations = attributed(
         "You amend the tip of the current branch with a new commit. "
         "Then loose objects get packed automatically, and the branch tip is replaced.",
-        "How do I tidy up and redo my last commit?",
-        PASSAGES,
-        shown_chars=600,
+        TIDY_QUESTION,
     )
     assert [c.source for c in citations] == ["git-commit.html", "git-gc.html"]
     assert answer.endswith("and the branch tip is replaced [2][1].")
 
 
 def test_a_pair_of_passages_must_still_hold_half_of_a_sentences_words() -> None:
-    _answer, citations = with_attribution(
+    _answer, citations = attributed(
         "Nightly cron upkeep keeps repositories fast, schedules maintenance windows, "
         "rotates logs, packs loose objects and replaces the branch tip.",
-        "How do I tidy up and redo my last commit?",
-        PASSAGES,
-        shown_chars=600,
+        TIDY_QUESTION,
     )
     assert citations == ()
 
 
 def test_sentences_no_passage_accounts_for_are_not_cited_piecemeal() -> None:
-    _answer, citations = with_attribution(
+    _answer, citations = attributed(
         "Run the scheduler nightly with cron. Repositories stay fast with regular upkeep. "
         "Loose objects get packed.",
-        QUESTION,
-        PASSAGES,
-        shown_chars=600,
     )
     assert citations == ()
 

@@ -21,7 +21,7 @@ MARKER = re.compile(r"\[(\d{1,2})\]")
 # A marker in the forms a model that has read CJK text writes for [1]: full-width
 # brackets (U+FF3B, U+FF3D) or digits (U+FF10-U+FF19), which NFKC reads as [1], and
 # lenticular brackets (U+3010, U+3011), which it does not: ［1］, ［１］, [１], 【1】.
-_ANY_WIDTH_MARKER = re.compile(r"[\[\uff3b\u3010](\d{1,2})[\]\uff3d\u3011]")
+ANY_WIDTH_MARKER = re.compile(r"[\[\uff3b\u3010](\d{1,2})[\]\uff3d\u3011]")
 # The share of an answer's content words (besides the question's own) that must
 # appear in a passage for the passage to count as a source. On the git dev set the
 # passage a model marked itself held 0.6-1.0 of them when the answer was taken from
@@ -83,7 +83,7 @@ def ascii_markers(text: str) -> str:
         marker = match.group(0)
         return marker if marker.isascii() else f"[{int(match.group(1))}]"
 
-    return _ANY_WIDTH_MARKER.sub(plain, text)
+    return ANY_WIDTH_MARKER.sub(plain, text)
 
 
 def markers_in(text: str) -> str:

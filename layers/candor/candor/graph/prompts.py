@@ -36,6 +36,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
+from candor.graph.citations import ANY_WIDTH_MARKER
 from candor.types import Hit, Message
 
 # The most of one piece of outside text a prompt shows, in characters: a question
@@ -58,9 +59,9 @@ _INVISIBLE = frozenset(
     + "".join(map(chr, range(0xFE00, 0xFE10)))
     + "".join(map(chr, range(0xE0100, 0xE01F0)))
 )
-# A citation marker, also in the full-width and lenticular forms a model reads as one
-# (［1］, ［１］, 【1】).
-_MARKER = re.compile(r"(?<![\w\]\uff3d\u3011])[\[\uff3b\u3010](\d{1,2})[\]\uff3d\u3011]")
+# A citation marker in any form citations reads as one (［1］, ［１］, 【1】), not
+# glued to a word or another marker.
+_MARKER = re.compile(r"(?<![\w\]\uff3d\u3011])" + ANY_WIDTH_MARKER.pattern)
 
 
 def data(text: str, max_chars: int, *, visitor: bool = False) -> str:
