@@ -153,3 +153,18 @@ def test_warmup_starts_once() -> None:
     assert calls == [1]
     finished: str = warmup.status  # (mypy narrowed it to "warming" above)
     assert finished == "failed"
+
+
+def test_the_code_digest_of_the_answer_cache_is_computed_in_the_warmup(
+    make_deps: MakeDeps,
+) -> None:
+    # The answer cache keys on a digest of the package (1.4 MB read): computed by
+    # the first cacheable question, it was paid by a visitor, not by the start.
+    from candor import release, warmup
+
+    deps = make_deps(ScriptedChatModel({}))
+    assert deps.settings.cache_enabled
+    release.code_digest.cache_clear()
+    steps = warmup.warm(deps)
+    assert "code" in steps
+    assert release.code_digest.cache_info().currsize == 1

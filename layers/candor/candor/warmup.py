@@ -44,6 +44,12 @@ def warm(deps: Deps) -> dict[str, float]:
 
     step("state", lambda: deps.state.get_session("warm-up"))
     step("index", deps.index.count)
+    if settings.cache_enabled:
+        from candor import release
+
+        # The answer cache keys on this digest: without it here, the first
+        # cacheable question would read the package's files.
+        step("code", release.code_digest)
     if settings.embedder_backend in _FREE_EMBEDDERS and settings.index_backend in _FREE_INDEXES:
         from candor import retrieval
 
