@@ -36,7 +36,13 @@ from candor.types import Chunk
 from tests.conftest import clear_candor_env
 from tests.support import browser as chromium
 from tests.support import local_models
-from tests.support.fakes import OneInstantRateLimits, ScriptedChatModel, Stall
+from tests.support.fakes import (
+    OneInstantRateLimits,
+    ScriptedChatModel,
+    Stall,
+    Streamed,
+    words,
+)
 from tests.support.widget_server import (
     bound_socket,
     candor_server,
@@ -350,6 +356,26 @@ def test_code_in_an_answer_shows_as_code_without_its_backticks(
         "Each search returns 20 results before fusion (CANDOR_CANDIDATES) [1]."
     )
     expect(reply.locator(".answer code")).to_have_text("CANDOR_CANDIDATES")
+
+
+def test_a_code_span_shows_as_code_while_the_answer_is_still_streaming(
+    page: Page, start: StartStack
+) -> None:
+    # The defect: code spans became <code> only when `done` came, so a visitor read
+    # the backticks for as long as the answer streamed.
+    answer = "Each search returns 20 results before fusion (`CANDOR_CANDIDATES`) [1]."
+    slowly = Streamed(words(answer) + words(" It is a setting of the index [1]."), gap=0.4)
+    stack = start(answered_chat() | {"text": [slowly]}, chunks=settings_page)
+    widget = Widget(page, stack)
+    widget.open()
+
+    widget.input.fill("How many results does each search return?")
+    widget.input.press("Enter")  # not widget.ask: that waits for the whole reply
+    reply = widget.reply
+
+    expect(reply.locator(".answer code")).to_have_text("CANDOR_CANDIDATES")
+    assert reply.locator(".sources").count() == 0, "the answer had finished streaming"
+    assert "`" not in reply.locator(".answer").inner_text()
 
 
 def test_from_a_server_older_than_quotes_a_chip_shows_the_snippet(

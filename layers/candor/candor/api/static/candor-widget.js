@@ -402,8 +402,9 @@ textarea:disabled { background: #f1f3f4; }
     const bubble = botBubble([status, body]);
     log.append(bubble);
     scrollDown();
-    return {
+    const reply = {
       bubble,
+      streamed: "", // the answer's text so far, as the `token` events brought it
       status: (key) => {
         status.hidden = !key;
         status.textContent = key ? text[key] : "";
@@ -413,11 +414,13 @@ textarea:disabled { background: #f1f3f4; }
         delete bubble.dataset.decision;
         bubble.replaceChildren(bubble.firstChild, status, body);
         body.textContent = "";
+        reply.streamed = "";
         status.hidden = false;
         status.textContent = text.thinking;
       },
       body,
     };
+    return reply;
   }
 
   async function ask(question) {
@@ -525,7 +528,9 @@ textarea:disabled { background: #f1f3f4; }
       if (!reply.body.textContent) reply.status(NEXT[value.node] || null);
     } else if (event === "token") {
       reply.status(null);
-      reply.body.textContent += String(value.text || "");
+      // Shown as the final answer will be: a code span closes, and shows as code.
+      reply.streamed += String(value.text || "");
+      showAnswer(reply.body, reply.streamed);
       scrollDown();
     } else if (event === "done") {
       finish(reply, value);
