@@ -281,3 +281,75 @@ def test_an_unmarked_sentence_keeps_a_citation_of_the_passage_that_holds_its_spe
     assert result.answer == (
         "It is set with sqlite3_limit() and SQLITE_LIMIT_ATTACHED [1]. It allows 10 files [2]."
     )
+
+
+def test_a_sentence_whose_specifics_two_shown_passages_hold_together_is_kept_citing_both() -> None:
+    # git-021 (dev, 2026-12-04): "use `git format-patch` with the `--base=auto` option"
+    # stood unmarked before "... `git am`. [1]"; one shown passage names the command,
+    # another the option, none both, so the sentence with the answer's first half went.
+    patches = Hit(Chunk("p-0", "Learn to use send-email if you can.", "patches.html"), 0.0)
+    base = Hit(Chunk("b-0", "The --base=auto option records the base commit.", "first.html"), 0.0)
+    page = Hit(
+        Chunk("f-0", "git-format-patch - Prepare patches for e-mail.", "git-format-patch.html"),
+        0.0,
+    )
+    answer = (
+        "Use `git format-patch` with the `--base=auto` option. "
+        "The maintainer applies them with git am. [1]"
+    )
+
+    result = verify(answer, (citation(patches),), [patches, base, page], "How?", passage_chars=600)
+
+    assert result.answer == (
+        "Use `git format-patch` with the `--base=auto` option [1][2]. "
+        "The maintainer applies them with git am [3]."
+    )
+    assert [c.id for c in result.citations] == ["b-0", "f-0", "p-0"]
+    assert result.check.verdict == "supported" and result.check.unsupported == ()
+
+
+def test_two_passages_that_each_hold_half_of_a_count_do_not_support_it() -> None:
+    # Each specific must stand whole in one passage: "5" in one and "years" in the
+    # other is not "5 years".
+    digits = Hit(Chunk("d-0", "Use --keep with 5 copies.", "d.html"), 0.0)
+    years = Hit(Chunk("y-0", "Logs are kept for years.", "y.html"), 0.0)
+    answer = "Use --keep to hold logs for 5 years. [1]"
+    cited = (citation(COMMIT),)
+    result = verify(answer, cited, [COMMIT, digits, years], "How long?", passage_chars=600)
+    assert result.check.declined and "5 years" in result.check.unsupported
+
+
+def test_a_code_block_with_an_unsupported_line_goes_whole_with_the_lines_about_it() -> None:
+    # sqlite-021 (validation, 2026-12-04): the query's line named a column no cited
+    # passage holds; the check removed that line alone and left the visitor an empty
+    # ```sql block after "by using the following SQL command:", and "This command
+    # will return ..." after it.
+    analyzer = Hit(
+        Chunk(
+            "a-0",
+            "sqlite3_analyzer measures how much space each table and index uses.",
+            "sqlite3_analyzer.html",
+        ),
+        0.0,
+    )
+    answer = (
+        "Run sqlite3_analyzer on the file [1].\n\n"
+        "You can also get the numbers with the following SQL command:\n\n"
+        "```sql\nSELECT name, SUM(pgsize) AS total_bytes FROM dbstat GROUP BY name;\n```\n\n"
+        "This command will list each table with its size [1]."
+    )
+
+    result = verify(answer, (citation(analyzer),), [analyzer], "Which?", passage_chars=600)
+
+    assert result.answer == "Run sqlite3_analyzer on the file [1]."
+    assert result.check.verdict == "trimmed"
+    assert "total_bytes" in result.check.unsupported
+
+
+def test_a_code_block_the_passages_hold_stays_as_written() -> None:
+    vacuum = Hit(Chunk("v-0", "Run VACUUM INTO 'backup.db' to copy it.", "lang_vacuum.html"), 0.0)
+    answer = (
+        "Copy it with this command:\n\n```sql\nVACUUM INTO 'backup.db';\n```\n\nIt is safe [1]."
+    )
+    result = verify(answer, (citation(vacuum),), [vacuum], "How?", passage_chars=600)
+    assert result.answer == answer

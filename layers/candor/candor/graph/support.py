@@ -14,8 +14,13 @@ digits ("E4012", "sha256") is one token, found whole or not at all. A product
 name (GitHub, Litestream) must be named by the evidence (see proper_names).
 
 A sentence that states a specific found in neither is removed, with its
-citation markers. An answer with no sentence left, or with no citation left,
-is declined. The check runs on every answer, whatever the chat model.
+citation markers, unless the passages shown hold its specifics: one passage, or
+two that each hold some of them whole, and then it cites those. A code block is
+read line by line but goes whole: a command with a line taken out is not the
+command, so an unsupported line removes the block, the sentence that introduces
+it and one that then refers back to it ("This command ..."). An answer with no
+sentence left, or with no citation left, is declined. The check runs on every
+answer, whatever the chat model.
 """
 
 from __future__ import annotations
@@ -47,6 +52,12 @@ _QUOTED = re.compile(r"\"([^\"\n]{1,60})\"|“([^”\n]{1,60})”|(?<!\w)'([^'\n
 # makes up for its example (branch1, utf8), not a code to look up.
 _TOKEN = re.compile(r"(?<![\w.~^@{\[/\\-])[A-Za-z0-9]+(?![\w/\\-]|\.\w)")
 _ORDINAL = re.compile(r"\d+(?:st|nd|rd|th)", re.IGNORECASE)
+# The sentence after a code block that talks about it, gone with the block.
+_REFERS_BACK = re.compile(
+    r"^\s*(?:this|these|that|it|the\s+above|the\s+(?:command|query|statement|code|example|"
+    r"script|output|result))\b",
+    re.IGNORECASE,
+)
 
 
 def _is_code(token: str) -> bool:
@@ -161,35 +172,61 @@ def verify(
     removed: list[str] = []
     unsupported: list[str] = []
     checked = 0
+    block: _Block | None = None  # the code block being read
+    after_block = False  # a block just went: blank lines and a reference to it go too
     for sentence in sentences(body):
+        fence = sentence.lstrip().startswith("```")
+        if after_block:
+            if not sentence.strip():
+                continue
+            after_block = False
+            if not fence and _REFERS_BACK.match(sentence):
+                removed.append(sentence.strip())
+                continue
+        if fence and block is not None:
+            if block.broken:
+                _drop_block(block, kept, unmarked, removed)
+                after_block = True
+            else:
+                kept.append(sentence)
+            block = None
+            continue
+        if fence:
+            block = _Block(start=len(kept))
         found = read_specifics(sentence)
         checked += len(found)
         missing = [s.text for s in found if not s.supported_by(evidence)]
-        holder = _holder(found, passages, question, passage_chars) if missing else None
-        if holder is not None:
-            # The model cited the wrong passage: another one it was shown holds every
-            # specific of the sentence, so the sentence is kept and cited to that one.
-            if all(hit.chunk.id != holder.chunk.id for hit in cited):
-                cited.append(holder)
-            number = 1 + next(i for i, hit in enumerate(cited) if hit.chunk.id == holder.chunk.id)
-            kept.append(_cited_to(sentence, number))
+        holders = _holders(found, passages, question, passage_chars) if missing else ()
+        if holders:
+            # The model cited the wrong passage: others it was shown hold every specific
+            # of the sentence, so the sentence is kept and cited to them.
+            for holder in holders:
+                if all(hit.chunk.id != holder.chunk.id for hit in cited):
+                    cited.append(holder)
+            kept.append(_cited_to(sentence, [_number(cited, holder) for holder in holders]))
             recited.append(sentence.strip())
         elif missing:
             removed.append(sentence.strip())
             unsupported += [s for s in missing if s not in unsupported]
+            if block is not None:
+                block.broken = True
         else:
             if found and trailing is None and not MARKER.search(sentence):
                 unmarked.append((len(kept), found))
             kept.append(sentence)
+    if block is not None and block.broken:  # cut off before its closing fence
+        _drop_block(block, kept, unmarked, removed)
     if removed or recited:
         # Renumbering keeps only the passages a marker names: an unmarked sentence's
         # specifics would lose the one citation that holds them, so it names it. (The
         # passages the answer cited hold them: those are the evidence it passed.)
         given = cited[:given_count]
         for position, found in unmarked:
-            holder = _holder(found, given, question, passage_chars)
-            if holder is not None:
-                kept[position] = _cited_to(kept[position], 1 + given.index(holder))
+            holders = _holders(found, given, question, passage_chars)
+            if holders:
+                kept[position] = _cited_to(
+                    kept[position], [1 + given.index(holder) for holder in holders]
+                )
     text = "".join(kept).rstrip()
     if text and trailing:
         text += trailing.group(1)
@@ -209,23 +246,67 @@ def verify(
     return Verified(renumbered, still_cited, check)
 
 
-def _holder(
+def _holders(
     found: Sequence[Specific], passages: Sequence[Hit], question: str, passage_chars: int
-) -> Hit | None:
-    """The first passage shown that, with the question, holds every specific found."""
-    for hit in passages:
-        evidence = f"{question}\n{shown(hit, passage_chars)}"
-        if all(specific.supported_by(evidence) for specific in found):
-            return hit
-    return None
+) -> tuple[Hit, ...]:
+    """The first passage shown that, with the question, holds every specific found;
+    else the first two that do between them, each specific whole in one of them (a
+    sentence that joins a command from one page to an option from another); else ()."""
+    holds = [
+        {
+            position
+            for position, hit in enumerate(passages)
+            if specific.supported_by(f"{question}\n{shown(hit, passage_chars)}")
+        }
+        for specific in found
+    ]
+    for position, hit in enumerate(passages):
+        if all(position in held for held in holds):
+            return (hit,)
+    for first in range(len(passages)):
+        for second in range(first + 1, len(passages)):
+            if all(first in held or second in held for held in holds):
+                return passages[first], passages[second]
+    return ()
+
+
+def _number(cited: Sequence[Hit], hit: Hit) -> int:
+    return 1 + next(i for i, other in enumerate(cited) if other.chunk.id == hit.chunk.id)
+
+
+@dataclass(slots=True)
+class _Block:
+    """A fenced code block being read: where it starts in the kept sentences, and
+    whether a line of it was removed."""
+
+    start: int
+    broken: bool = False
+
+
+def _drop_block(
+    block: _Block,
+    kept: list[str],
+    unmarked: list[tuple[int, list[Specific]]],
+    removed: list[str],
+) -> None:
+    """Take the block out of `kept`, with the sentence ending in ":" that introduces it."""
+    start = block.start
+    while start > 0 and not kept[start - 1].strip():
+        start -= 1
+    if start > 0 and _SENTENCE_MARKERS.sub("", kept[start - 1]).rstrip().endswith(":"):
+        start -= 1
+        removed.append(kept[start].strip())
+    del kept[start:]
+    unmarked[:] = [(position, found) for position, found in unmarked if position < start]
 
 
 _SENTENCE_MARKERS = re.compile(r"[ \t]*\[\d{1,2}\]")
 
 
-def _cited_to(sentence: str, number: int) -> str:
-    """The sentence with its markers replaced by one for passage `number`, at its end."""
+def _cited_to(sentence: str, numbers: Sequence[int]) -> str:
+    """The sentence with its markers replaced by those of passages `numbers`, at its end."""
     body = _SENTENCE_MARKERS.sub("", sentence)
     stripped = body.rstrip()
     end = len(stripped.rstrip(".!?"))
-    return f"{stripped[:end]} [{number}]{stripped[end:]}{body[len(stripped) :]}"
+    markers = "".join(f"[{number}]" for number in numbers)
+    return f"{stripped[:end]} {markers}{stripped[end:]}{body[len(stripped) :]}"
