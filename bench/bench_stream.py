@@ -8,10 +8,10 @@ corpus), then asks the dev set's factual and vague questions through the same
 events POST /ask/stream sends, until N (default 10) have been answered. With
 --readme it asks the README's three questions instead (the third is declined), on
 an index of its own (.candor/bench/stream-readme, built once from CORPUS_DIR: give
-it `docs`). The models are loaded before the clock starts, as a warm `candor serve` has them. For
-each answered question it records the seconds from the request to its first
-`token` event and to `done`, and prints each step's milliseconds and the prompt
-tokens the model evaluated. Then first_token_p50_s, done_p50_s and their ratio.
+it `docs`). The models are loaded before the clock starts, as a warm `candor serve`
+has them. For each answered question it records the seconds from the request to
+its first `token` event and to `done`, and prints each step's milliseconds and the
+prompt tokens the model evaluated. Then first_token_p50_s, done_p50_s and their ratio.
 Declined questions stream no answer and are not counted. Run it on a quiet
 machine: another busy process slows a small model many times over.
 """

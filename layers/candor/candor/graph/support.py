@@ -252,12 +252,9 @@ def _holders(
     """The first passage shown that, with the question, holds every specific found;
     else the first two that do between them, each specific whole in one of them (a
     sentence that joins a command from one page to an option from another); else ()."""
+    evidence = [f"{question}\n{shown(hit, passage_chars)}" for hit in passages]
     holds = [
-        {
-            position
-            for position, hit in enumerate(passages)
-            if specific.supported_by(f"{question}\n{shown(hit, passage_chars)}")
-        }
+        {position for position, text in enumerate(evidence) if specific.supported_by(text)}
         for specific in found
     ]
     for position, hit in enumerate(passages):
