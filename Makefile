@@ -7,7 +7,10 @@ STAMP := $(VENV)/.candor-installed
 CORPUS := .candor/corpus/git-doc
 TEST_PDF := .candor/test-pdf/debian-reference.en.pdf
 VALIDATION_CORPUS := .candor/corpus/sqlite-doc
-SHARED_EVAL ?= ../shared/eval
+# The evaluation sets and their corpus recipes, copied from the workplace's shared
+# folder (../shared/eval) so that a clone anywhere can fetch its corpora and run its
+# tests; tests/unit/test_eval_sets.py fails when the two copies part.
+EVAL_SETS := data/eval
 
 # llama.cpp is built for this machine's CPU, but not with -march=native: these CPUs
 # advertise AMX and the VMs fault on it (SIGILL at the first inference). AVX-512 and
@@ -80,7 +83,7 @@ typecheck: install
 corpus: $(CORPUS)/git.html
 
 $(CORPUS)/git.html:
-	bash $(SHARED_EVAL)/fetch-git-doc.sh $(CORPUS)
+	bash $(EVAL_SETS)/fetch-git-doc.sh $(CORPUS)
 
 # A real PDF for the PDF loader's test: the Debian Reference, from Debian's
 # debian-reference-en package (GPL-2+).
@@ -90,11 +93,11 @@ $(TEST_PDF):
 	bash scripts/fetch-test-pdf.sh $(dir $(TEST_PDF))
 
 # The validation corpus (SQLite's HTML manual, public domain) from Debian's
-# sqlite3-doc package. It is measured, never tuned on: see ../shared/eval/README.md.
+# sqlite3-doc package. It is measured, never tuned on: see data/eval/README.md.
 validation-corpus: $(VALIDATION_CORPUS)/cli.html
 
 $(VALIDATION_CORPUS)/cli.html:
-	bash $(SHARED_EVAL)/fetch-sqlite-doc.sh $(VALIDATION_CORPUS)
+	bash $(EVAL_SETS)/fetch-sqlite-doc.sh $(VALIDATION_CORPUS)
 
 unit: install
 	$(BIN)/pytest -m "not slow"
@@ -168,13 +171,13 @@ eval: eval-dev eval-validation eval-generated
 		eval-out/validation-generated --out eval-out/report.md
 
 eval-dev: install corpus
-	$(BIN)/candor eval --corpus $(CORPUS) --questions $(SHARED_EVAL)/git-doc-questions.jsonl \
+	$(BIN)/candor eval --corpus $(CORPUS) --questions $(EVAL_SETS)/git-doc-questions.jsonl \
 		--out eval-out/dev
 	CANDOR_DATA_DIR=eval-out/dev $(BIN)/candor insights --days 2 > eval-out/dev/insights.md
 
 eval-validation: install validation-corpus
 	$(BIN)/candor eval --corpus $(VALIDATION_CORPUS) \
-		--questions $(SHARED_EVAL)/sqlite-doc-questions.jsonl --out eval-out/validation
+		--questions $(EVAL_SETS)/sqlite-doc-questions.jsonl --out eval-out/validation
 	CANDOR_DATA_DIR=eval-out/validation $(BIN)/candor insights --days 2 \
 		> eval-out/validation/insights.md
 

@@ -27,7 +27,7 @@ from candor.service import ask
 from candor.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
-QUESTIONS = ROOT.parent / "shared/eval/git-doc-questions.jsonl"
+QUESTIONS = ROOT / "data/eval/git-doc-questions.jsonl"
 
 
 def main() -> None:

@@ -5,10 +5,10 @@
                                 [--batch-texts N] [--batch-tokens N]
 
 The chunks are real passages: the files of FOLDER (HTML, Markdown, text) if
-given, else the Git manual pages (.candor/corpus/git-doc, then
-../shared/eval/corpus/git-doc), else a built-in paragraph. They go through the
-ingest loader and chunker and are embedded as ingestion embeds them (title and
-heading first). Prints `name=value` lines for a Makefile to pick up.
+given, else the Git manual pages in .candor/corpus/git-doc (`make corpus`), else a
+built-in paragraph. They go through the ingest loader and chunker and are embedded
+as ingestion embeds them (title and heading first). Prints `name=value` lines for a
+Makefile to pick up.
 
 `--model candor` (the default) embeds with the file candor itself loads: the
 int8 conversion `candor models` made in CANDOR_MODEL_CACHE_DIR, or the shipped
@@ -36,7 +36,7 @@ from candor.settings import Settings
 from candor.types import Chunk
 
 REPO = Path(__file__).resolve().parents[1]
-GIT_DOCS = (REPO / ".candor" / "corpus" / "git-doc", REPO.parent / "shared/eval/corpus/git-doc")
+GIT_DOCS = REPO / ".candor" / "corpus" / "git-doc"
 # The chunker's passages run up to 800 characters; the benchmark is about full
 # ones, since the short tail (a one-line option) embeds several times faster.
 FULL_CHUNK = range(600, 1100)
@@ -55,7 +55,7 @@ BUILTIN = (
 
 def corpus_chunks(folder: Path | None = None) -> tuple[str, list[Chunk]]:
     """(where they came from, the chunks) of FOLDER, the Git docs, or the built-in text."""
-    candidates = [folder] if folder is not None else [p for p in GIT_DOCS if p.is_dir()]
+    candidates = [folder] if folder is not None else [GIT_DOCS] if GIT_DOCS.is_dir() else []
     for root in candidates:
         chunks = [
             chunk

@@ -33,23 +33,18 @@ from candor.settings import Settings
 from candor.types import Chunk
 
 REPO = Path(__file__).resolve().parents[1]
-GIT_DOCS = (REPO / ".candor" / "corpus" / "git-doc", REPO.parent / "shared/eval/corpus/git-doc")
+GIT_DOCS = REPO / ".candor" / "corpus" / "git-doc"
 INDEX = REPO / ".candor" / "bench" / "query-index.sqlite3"
-QUESTIONS = REPO.parent / "shared" / "eval" / "git-doc-questions.jsonl"
+QUESTIONS = REPO / "data" / "eval" / "git-doc-questions.jsonl"
 TARGET_CHUNKS = 11_000
 EMBED_BATCH = 256
 
 
 def corpus_chunks() -> tuple[Path, list[Chunk]]:
-    for root in GIT_DOCS:
-        if root.is_dir():
-            pages = iter_paths([root])
-            docs = (load_document(data, source) for source, data in pages)
-            return root, [chunk for doc in docs for chunk in chunk_document(doc)]
-    sys.exit(
-        "no Git manual pages: run "
-        "`bash ../shared/eval/fetch-git-doc.sh .candor/corpus/git-doc` first"
-    )
+    if GIT_DOCS.is_dir():
+        docs = (load_document(data, source) for source, data in iter_paths([GIT_DOCS]))
+        return GIT_DOCS, [chunk for doc in docs for chunk in chunk_document(doc)]
+    sys.exit("no Git manual pages: run `make corpus` first")
 
 
 def sites(chunks: Sequence[Chunk]) -> list[str]:

@@ -36,7 +36,7 @@ from candor.settings import Settings
 from candor.warmup import warm
 
 ROOT = Path(__file__).resolve().parents[1]
-QUESTIONS = ROOT.parent / "shared/eval/git-doc-questions.jsonl"
+QUESTIONS = ROOT / "data/eval/git-doc-questions.jsonl"
 # The questions the README shows `candor ask` answering on the bundled docs.
 README_QUESTIONS = (
     "How do I deploy candor to AWS?",

@@ -1,7 +1,7 @@
 """The grounding gate alone on a question set, over an index that is already built.
 
     python -m scripts.gate_only --corpus .candor/corpus/git-doc \\
-        --questions ../shared/eval/git-doc-questions.jsonl \\
+        --questions data/eval/git-doc-questions.jsonl \\
         --index .candor/indexes/eval-87001ce77f39beeb.sqlite3
 
 `candor eval` measures the same (the "Grounding gate" section of its report), but

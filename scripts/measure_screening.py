@@ -1,7 +1,7 @@
 """What the screening classifier decides on messages it was not trained on.
 
-    python scripts/measure_screening.py ../shared/eval/git-doc-questions.jsonl \
-        ../shared/eval/sqlite-doc-questions.jsonl
+    python scripts/measure_screening.py data/eval/git-doc-questions.jsonl \
+        data/eval/sqlite-doc-questions.jsonl
 
 For each evaluation set (read only: nothing here trains on it), and for the
 probes in data/screening/probes.jsonl (questions that name insults, abuse,

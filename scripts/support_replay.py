@@ -1,7 +1,7 @@
 """The support check's rules replayed on a report's answers, against whole cited pages.
 
     python -m scripts.support_replay --report results/2026-12-01-retry/report.json \\
-        --corpus .candor/corpus/git-doc --questions ../shared/eval/git-doc-questions.jsonl
+        --corpus .candor/corpus/git-doc --questions data/eval/git-doc-questions.jsonl
 
 A report keeps each answer and the pages it cites, not the passages shown. So the
 evidence here is the question and the whole text of every cited page: more than

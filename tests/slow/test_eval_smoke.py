@@ -19,7 +19,7 @@ from tests.support.eval_smoke import corpus_from_env, smoke_report
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
-QUESTIONS = ROOT.parent / "shared/eval/git-doc-questions.jsonl"
+QUESTIONS = ROOT / "data/eval/git-doc-questions.jsonl"
 IDS = {f"git-00{i}" for i in range(1, 10)}
 LEFT_OUT = {"git-config.html"}
 DISTRACTORS = 20

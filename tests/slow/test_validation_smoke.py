@@ -19,7 +19,7 @@ from tests.support.eval_smoke import corpus_from_env, smoke_report
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
-QUESTIONS = ROOT.parent / "shared/eval/sqlite-doc-questions.jsonl"
+QUESTIONS = ROOT / "data/eval/sqlite-doc-questions.jsonl"
 IDS = {f"sqlite-00{i}" for i in range(1, 10)}
 DISTRACTORS = 20
 # Measured 2026-12-01: 9/9 (1.0), each page first. One miss (0.89) still passes;
