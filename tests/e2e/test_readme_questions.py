@@ -71,7 +71,12 @@ def test_the_setting_question_is_answered_from_the_configuration_page(deps: Deps
     assert_only_sentences(result)
 
 
-def test_a_question_the_docs_cannot_answer_is_declined(deps: Deps) -> None:
+def test_a_question_the_docs_cannot_answer_is_declined_without_a_model_call(deps: Deps) -> None:
+    # "France" stands in no bundled page, so the grounding gate declines it at once.
+    # When docs/speed.md quoted the question, the gate found the name, the model read
+    # 781 prompt tokens to grade it, and the README's instant decline took 13 s.
     result = run(deps, "What is the capital of France?")
     assert result.decision == "declined", result.answer
     assert "docs@example.com" in result.answer
+    assert [grade.by for grade in result.grades] == ["gate"], result.grades
+    assert sum(step.tokens_in for step in result.trace) == 0, result.trace
