@@ -1,16 +1,23 @@
-"""The first question after start against the ones after it, with and without warm start.
+"""The first question after start against the same question asked later, with and
+without warm start.
 
-Usage: python bench/bench_first_question.py [--modes warm,cold]
+Usage: python bench/bench_first_question.py [--modes warm,cold] [--rounds N]
 
 Runs `candor serve` on loopback, as `make demo` does, on an index of the bundled
 docs (built once under .candor/bench/first). In `warm` mode it waits until GET
 /health stops answering `warming`; in `cold` mode (CANDOR_WARM_START=false) it
 asks as soon as the port answers. Then it asks the questions below over HTTP, one
-at a time, and the first one once more at the end, when it can no longer find its
-own prompt in the model's cache. Prints one line per question, then per mode:
-startup_s (start to ready), first_s, rest_p50_s, first_over_rest_p50 and
-first_over_same_later (the first question against itself asked last).
-Run it on a quiet machine: another busy process slows the local model many times over.
+at a time. It starts the server once per round, N rounds (default: one per
+question), and each round begins one question further down the list, so that
+every question is asked first once and later in every other round.
+
+Questions differ in length (a five-sentence answer against a one-line one), so
+the first question is compared with itself: per question, its seconds when it
+came first over the median of its seconds when it came later. Prints one line
+per question asked, then per mode: startup_s (start to ready, median of the
+rounds), first_over_later (the median of those per-question ratios) with each
+ratio, and first_s / later_s (the medians over all rounds). Run it on a quiet
+machine: another busy process slows the local model many times over.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import httpx
@@ -83,7 +91,8 @@ def ready(base: str, process: subprocess.Popen[bytes], warm: bool) -> float:
     raise SystemExit(f"candor serve was not ready in {READY_TIMEOUT_S} s")
 
 
-def run(mode: str) -> None:
+def round_seconds(mode: str, order: Sequence[str]) -> tuple[float, list[float]]:
+    """Start a server, ask `order` one at a time; (startup seconds, each question's seconds)."""
     warm = mode == "warm"
     port = free_port()
     base = f"http://127.0.0.1:{port}"
@@ -98,30 +107,51 @@ def run(mode: str) -> None:
         ready(base, process, warm)
         startup = time.perf_counter() - started
         seconds: list[float] = []
-        for question in (*QUESTIONS, QUESTIONS[0]):
+        for position, question in enumerate(order):
             asked = time.perf_counter()
             response = httpx.post(f"{base}/ask", json={"question": question}, timeout=ASK_TIMEOUT_S)
             seconds.append(time.perf_counter() - asked)
             decision = response.json().get("decision", response.status_code)
-            print(f"{mode} {seconds[-1]:6.1f} s {decision} {question}")
+            print(f"{mode} #{position + 1} {seconds[-1]:6.1f} s {decision} {question}", flush=True)
     finally:
         process.terminate()
         process.wait(timeout=30)
-    first, rest, again = seconds[0], seconds[1:-1], seconds[-1]
-    print(f"{mode}_startup_s={startup:.1f}")
-    print(f"{mode}_first_s={first:.1f}")
-    print(f"{mode}_rest_p50_s={statistics.median(rest):.1f}")
-    print(f"{mode}_first_over_rest_p50={first / statistics.median(rest):.2f}")
-    print(f"{mode}_first_over_same_later={first / again:.2f}")
+    return startup, seconds
+
+
+def run(mode: str, rounds: int) -> None:
+    startups: list[float] = []
+    first: dict[str, float] = {}
+    later: dict[str, list[float]] = {question: [] for question in QUESTIONS}
+    for shift in range(rounds):
+        order = [QUESTIONS[(shift + i) % len(QUESTIONS)] for i in range(len(QUESTIONS))]
+        startup, seconds = round_seconds(mode, order)
+        startups.append(startup)
+        first.setdefault(order[0], seconds[0])
+        for question, value in zip(order[1:], seconds[1:], strict=True):
+            later[question].append(value)
+    ratios = {
+        question: first[question] / statistics.median(later[question])
+        for question in first
+        if later[question]
+    }
+    print(f"{mode}_startup_s={statistics.median(startups):.1f}")
+    print(f"{mode}_first_s={statistics.median(first.values()):.1f}")
+    print(f"{mode}_later_s={statistics.median(v for vs in later.values() for v in vs):.1f}")
+    for n, (question, ratio) in enumerate(ratios.items(), 1):
+        print(f"{mode}_first_over_later_{n}={ratio:.2f}  # {question}")
+    if ratios:
+        print(f"{mode}_first_over_later={statistics.median(ratios.values()):.2f}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--modes", default="warm,cold")
+    parser.add_argument("--rounds", type=int, default=len(QUESTIONS))
     args = parser.parse_args()
     ensure_index()
     for mode in args.modes.split(","):
-        run(mode)
+        run(mode, args.rounds)
 
 
 if __name__ == "__main__":
