@@ -346,6 +346,39 @@ def test_a_code_block_with_an_unsupported_line_goes_whole_with_the_lines_about_i
     assert "total_bytes" in result.check.unsupported
 
 
+def test_a_dropped_code_block_is_listed_whole_in_what_the_check_removed() -> None:
+    # The trace's `removed` is what the owner reads of a trimmed answer: it named the
+    # unsupported line and the ":" sentence, not the fences and the block's other
+    # lines, which went too.
+    analyzer = Hit(
+        Chunk(
+            "a-0",
+            "sqlite3_analyzer reports the space each table uses; so does the dbstat table.",
+            "sqlite3_analyzer.html",
+        ),
+        0.0,
+    )
+    answer = (
+        "Run sqlite3_analyzer on the file [1].\n\n"
+        "Or run this:\n\n"
+        "```sql\nSELECT name FROM dbstat;\nSELECT total_bytes FROM dbstat;\n```\n\n"
+        "Its report gives the space each table uses [1]."
+    )
+
+    result = verify(answer, (citation(analyzer),), [analyzer], "Which?", passage_chars=600)
+
+    assert result.answer == (
+        "Run sqlite3_analyzer on the file [1].\n\nIts report gives the space each table uses [1]."
+    )
+    assert list(result.check.removed) == [
+        "Or run this:",
+        "```sql",
+        "SELECT name FROM dbstat;",
+        "SELECT total_bytes FROM dbstat;",
+        "```",
+    ]
+
+
 def test_a_code_block_the_passages_hold_stays_as_written() -> None:
     vacuum = Hit(Chunk("v-0", "Run VACUUM INTO 'backup.db' to copy it.", "lang_vacuum.html"), 0.0)
     answer = (

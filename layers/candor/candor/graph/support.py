@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from candor.graph import proper_names, quantities
@@ -185,6 +185,7 @@ def verify(
                 continue
         if fence and block is not None:
             if block.broken:
+                block.lines.append(sentence.strip())
                 _drop_block(block, kept, unmarked, removed)
                 after_block = True
             else:
@@ -192,7 +193,9 @@ def verify(
             block = None
             continue
         if fence:
-            block = _Block(start=len(kept))
+            block = _Block(start=len(kept), removed_at=len(removed))
+        if block is not None and sentence.strip():
+            block.lines.append(sentence.strip())
         found = read_specifics(sentence)
         checked += len(found)
         missing = [s.text for s in found if not s.supported_by(evidence)]
@@ -273,10 +276,12 @@ def _number(cited: Sequence[Hit], hit: Hit) -> int:
 
 @dataclass(slots=True)
 class _Block:
-    """A fenced code block being read: where it starts in the kept sentences, and
-    whether a line of it was removed."""
+    """A fenced code block being read: where it starts in the kept sentences and in
+    the removed ones, its lines so far, and whether a line of it was removed."""
 
     start: int
+    removed_at: int
+    lines: list[str] = field(default_factory=list)
     broken: bool = False
 
 
@@ -286,13 +291,19 @@ def _drop_block(
     unmarked: list[tuple[int, list[Specific]]],
     removed: list[str],
 ) -> None:
-    """Take the block out of `kept`, with the sentence ending in ":" that introduces it."""
+    """Take the block out of `kept`, with the sentence ending in ":" that introduces it.
+
+    `removed` then lists the introduction and every line of the block in order, in
+    place of the block's unsupported lines alone: the trace shows all that went.
+    """
     start = block.start
     while start > 0 and not kept[start - 1].strip():
         start -= 1
+    introduction: list[str] = []
     if start > 0 and _SENTENCE_MARKERS.sub("", kept[start - 1]).rstrip().endswith(":"):
         start -= 1
-        removed.append(kept[start].strip())
+        introduction.append(kept[start].strip())
+    removed[block.removed_at :] = [*introduction, *block.lines]
     del kept[start:]
     unmarked[:] = [(position, found) for position, found in unmarked if position < start]
 
