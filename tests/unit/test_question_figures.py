@@ -134,3 +134,22 @@ def test_a_report_without_per_question_context_has_the_rank_figures_alone() -> N
     report = {"retrieval_ranks": {"hybrid": {"a": 2}}}
     assert set(retrieval_values(report, "hybrid")) == {RECALL_1, RECALL_5, MRR}
     assert retrieval_values(report, "plain") == {}
+
+
+def test_an_answer_from_a_report_that_did_not_count_passage_talk_is_read_by_todays_rule() -> None:
+    # Reports from before 2026-12-02 hold the answers but no `meta_talk`: pairing such
+    # a release with this one left the figure "not measured" for both sides.
+    rows = [
+        record("f1", "factual", "answered", answer="The passage in <passage 1> says `-x` [1]."),
+        record("f2", "factual", "answered", answer="Use `git cherry-pick -x` [1]."),
+        record("f3", "factual", "answered", answer="Use it [1].", meta_talk=["stored"]),
+        record("f4", "factual", "declined", answer="I could not find this."),
+    ]
+
+    values = by_name(agent_values(rows))
+
+    assert values["answers naming a passage, tag or instruction"] == {
+        "f1": True,
+        "f2": False,
+        "f3": True,
+    }

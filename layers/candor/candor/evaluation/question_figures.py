@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from candor import text
 from candor.evaluation.questions import ANSWERABLE_KINDS
 
 Row = Mapping[str, Any]
@@ -42,6 +43,24 @@ def _citation_share(row: Row) -> float | None:
     return row["citations_valid"] / len(cited) if _answered(row) and cited else None
 
 
+def _names_a_passage(row: Row) -> bool | None:
+    """Whether an answer talks about its passages, tags or candor's instructions.
+
+    A report written before the count was stored (2026-12-02) holds the answer but
+    not `meta_talk`: its answers are read by today's rule, so that an older release
+    pairs with this one on the figure instead of showing it as not measured.
+    """
+    if not _answered(row):
+        return None
+    if "meta_talk" in row:
+        return bool(row["meta_talk"])
+    if "answer" not in row:
+        return None
+    from candor.evaluation.runner import INSTRUCTIONS
+
+    return bool(text.meta_talk(row["answer"], INSTRUCTIONS))
+
+
 AGENT_FIGURES: tuple[tuple[Figure, Callable[[Row], bool | float | None]], ...] = (
     (
         Figure("answers with every keyword", True),
@@ -64,10 +83,7 @@ AGENT_FIGURES: tuple[tuple[Figure, Callable[[Row], bool | float | None]], ...] =
         Figure("answers with an unsupported specific left", False),
         lambda r: bool(r.get("unsupported_left")) if _answered(r) else None,
     ),
-    (
-        Figure("answers naming a passage, tag or instruction", False),
-        lambda r: bool(r.get("meta_talk")) if _answered(r) and "meta_talk" in r else None,
-    ),
+    (Figure("answers naming a passage, tag or instruction", False), _names_a_passage),
     (Figure("citations naming a retrieved passage (share per answer)", True), _citation_share),
     (Figure("model calls per question", False), lambda r: r["model_calls"] if _done(r) else None),
     (Figure("prompt tokens per question", False), lambda r: r["tokens_in"] if _done(r) else None),
