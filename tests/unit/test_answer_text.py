@@ -241,6 +241,39 @@ def test_a_sentence_whose_marker_stands_for_its_object_is_dropped() -> None:
 
 
 @pytest.mark.parametrize(
+    "answer",
+    [
+        # The dev set, 2026-12-05 (git-010): an order whose command is the citation.
+        "To undo the last commit but keep what you changed, run [2].",
+        "Run [1].",
+        # A value or a format given as the citation (git-007 of plain_rag, git-013).
+        "The option that sets how long credentials are cached is [2].",
+        "The report it prints is formatted as [1].",
+        "The answer is [3].",
+    ],
+)
+def test_a_sentence_that_cites_in_place_of_what_it_should_say_is_dropped(answer: str) -> None:
+    assert clean(answer) == ""
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Pick the value the page recommends, which is 6700 [1].",
+        "Use `git reset --soft HEAD^` and run the commit again [1].",
+        "That is what the cache is keyed by.",
+        "It is the index the query planner will actually use [2].",
+        # The dev set, 2026-12-02 (git-016): "as-is" is a word, not "is".
+        "Give it the last commit you want to retain as-is [2].",
+    ],
+)
+def test_a_sentence_that_ends_in_a_verb_or_a_value_with_its_citation_is_kept(
+    sentence: str,
+) -> None:
+    assert clean(sentence) == sentence
+
+
+@pytest.mark.parametrize(
     "sentence",
     [
         # Seen on the dev set (git-009, git-013, git-015): whole answers lost their point.

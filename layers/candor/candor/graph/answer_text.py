@@ -55,7 +55,16 @@ _LABEL_SLACK = 12
 _DANGLING = re.compile(
     r"\b(?:should|can|could|must|need\s+to|have\s+to|please)\s+"
     r"(?:run|use|execute|type|enter|call|try)\s*[:.]?\s*$"
+    # An order after a comma, or opening the sentence ("To undo it, run [1].").
+    r"|(?:^|[,;])\s*(?:run|use|execute|type|enter|call|try)\s*[:.]?\s*$"
     r"|\bthe\s+following(?:\s+(?:command|commands|option|options|steps))?\s*[:.]?\s*$",
+    re.IGNORECASE,
+)
+# The same where a verb or preposition is followed by the citation itself ("The
+# option to change this timeout is [2].", "The output is formatted as [1]."): read
+# with the markers, as a sentence may end in "is" or "as" without one.
+_CITED_IN_PLACE = re.compile(
+    r"(?<![\w-])(?:is|are|was|were|as|be|by|with|the|a|an)\s*(?:\[\d{1,2}\]\s*)+[:.]?\s*$",
     re.IGNORECASE,
 )
 # A sentence streams word by word once this much of it is written: enough to tell
@@ -274,7 +283,12 @@ class AnswerCleaner:
                 self._rest_dropped = True  # the passage goes on pasting to its cut
                 return self._inline(markers_in(text))
         key = _plain(text)
-        if not key or key in self._labels or _DANGLING.search(_MARKERS.sub("", text)):
+        if (
+            not key
+            or key in self._labels
+            or _DANGLING.search(_MARKERS.sub("", text))
+            or _CITED_IN_PLACE.search(text.rstrip())
+        ):
             return self._inline(markers_in(text))
         if len(key) >= _MIN_DUPLICATE:
             if key in self._seen or key in _INSTRUCTIONS:
