@@ -105,6 +105,30 @@ def test_an_answer_of_one_word_repeated_is_asked_once_more(make_deps: MakeDeps) 
     assert chat.kinds().count("text") == 2
 
 
+def test_an_answer_of_fragments_is_asked_once_more_and_then_declined(make_deps: MakeDeps) -> None:
+    # The dev set, 2026-12-05 (git-022): a name from each excerpt, one a line, and
+    # no sentence: shown to the visitor as the answer.
+    fragments = (
+        "super cloned [1]\n.gitmodules [2]\nshallow-submodules [3]\nsubmodule.<name>.update [4]"
+    )
+    chat = ScriptedChatModel(
+        {"Triage": [QUESTION], "judge": [True], "text": [fragments, fragments]}
+    )
+    result = ask(make_deps, chat, "Where is a submodule's URL recorded?")
+    assert result.decision == "declined"
+    assert "gitmodules" not in result.answer
+    assert chat.kinds().count("text") == 2
+
+
+def test_a_short_answer_of_code_is_not_taken_for_fragments(make_deps: MakeDeps) -> None:
+    code = "Run [1]:\n```\ngit push --force-with-lease\n```"
+    chat = ScriptedChatModel({"Triage": [QUESTION], "judge": [True], "text": [code]})
+    result = ask(make_deps, chat, "What does --force-with-lease do?")
+    assert chat.kinds().count("text") == 1
+    assert result.decision == "answered"
+    assert "git push --force-with-lease" in result.answer
+
+
 def test_a_page_that_orders_a_one_word_reply_gets_a_decline_not_the_word(
     make_deps: MakeDeps,
 ) -> None:

@@ -256,7 +256,16 @@ MIN_ANSWER_WORDS = 4
 
 
 def _too_short(answer: str) -> bool:
-    return len({word.casefold() for word in words(MARKER.sub(" ", answer))}) < MIN_ANSWER_WORDS
+    """Too few words to answer, or fragments alone: no line that ends as a sentence
+    or holds MIN_ANSWER_WORDS words ("super cloned [1]\n.gitmodules [2]\n...", a name
+    from each excerpt, seen on the dev set). Code may be short: it is not judged so."""
+    text = MARKER.sub(" ", answer)
+    if len({word.casefold() for word in words(text)}) < MIN_ANSWER_WORDS:
+        return True
+    return "```" not in answer and not any(
+        line.rstrip().endswith((".", "!", "?")) or len(line.split()) >= MIN_ANSWER_WORDS
+        for line in text.splitlines()
+    )
 
 
 async def generate(state: GraphState, deps: Deps) -> Update:
