@@ -706,8 +706,9 @@ def test_html_in_answers_titles_and_quotes_renders_as_text_and_runs_nothing(
     page: Page, start: StartStack
 ) -> None:
     # Its code-like names are the passages' own, or the support check would remove
-    # the sentence and decline.
-    hostile_answer = "<img src=x onerror=\"window.__pwned='snippet'\"> [1] [2] [3]"
+    # the sentence and decline; it ends as a sentence, or it would be taken for a
+    # fragment and asked again.
+    hostile_answer = "<img src=x onerror=\"window.__pwned='snippet'\"> [1] [2] [3]."
     stack = start(
         {"Triage": [QUESTION], "judge": [True], "text": [hostile_answer]},
         chunks=hostile_pages,
