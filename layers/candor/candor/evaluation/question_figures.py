@@ -15,6 +15,7 @@ from typing import Any
 
 from candor import text
 from candor.evaluation.questions import ANSWERABLE_KINDS
+from candor.graph import prompts
 
 Row = Mapping[str, Any]
 Values = dict[str, bool | float]
@@ -56,9 +57,7 @@ def _names_a_passage(row: Row) -> bool | None:
         return bool(row["meta_talk"])
     if "answer" not in row:
         return None
-    from candor.evaluation.runner import INSTRUCTIONS
-
-    return bool(text.meta_talk(row["answer"], INSTRUCTIONS))
+    return bool(text.meta_talk(row["answer"], prompts.ANSWER_INSTRUCTIONS))
 
 
 AGENT_FIGURES: tuple[tuple[Figure, Callable[[Row], bool | float | None]], ...] = (

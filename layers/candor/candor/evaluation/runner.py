@@ -39,10 +39,6 @@ from candor.traces import Trace
 from candor.types import Chunk, Hit
 
 RETRIEVAL_TOP_K = max(retrieval_metrics.KS)
-# What an answer may paste from candor's own prompt (counted by candor.text.meta_talk).
-INSTRUCTIONS = " ".join(
-    (prompts.PASSAGES_SYSTEM, prompts.GRADE_TASK, prompts.ANSWER_TASK, prompts.ANSWER_AGAIN_TASK)
-)
 # The reference every report shows beside candor's own strategies (candor.evaluation.plain).
 REFERENCE_STRATEGIES: tuple[str, ...] = ("plain", "plain_dense")
 # Guards that would refuse or throttle the run are lifted; the cache and the
@@ -316,7 +312,7 @@ async def _ask_one(deps: Deps, question: Question, *, allowed_s: float) -> Agent
         support=None if result.support is None else result.support.verdict,
         unsupported=() if result.support is None else result.support.unsupported,
         unsupported_left=left,
-        meta_talk=tuple(text.meta_talk(result.answer, INSTRUCTIONS))
+        meta_talk=tuple(text.meta_talk(result.answer, prompts.ANSWER_INSTRUCTIONS))
         if result.decision == "answered"
         else (),
         screened_by=screening.by if screening is not None else None,

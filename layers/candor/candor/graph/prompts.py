@@ -261,6 +261,9 @@ ANSWER_AGAIN_TASK = (
     "above, each ending with the number of its excerpt, like [1]. Do not copy the "
     "excerpts' labels."
 )
+# Every instruction an answer is written under, as one text: what an answer may paste
+# back (counted by candor.text.meta_talk in each report, and read from old reports).
+ANSWER_INSTRUCTIONS = " ".join((PASSAGES_SYSTEM, GRADE_TASK, ANSWER_TASK, ANSWER_AGAIN_TASK))
 # The grade's options, read as probabilities (ChatModel.judge).
 YES, NO = "yes", "no"
 GRADE_OPTIONS = (YES, NO)
