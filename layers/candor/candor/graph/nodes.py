@@ -255,7 +255,7 @@ async def _written_answer(messages: list[Message], shown: Sequence[Hit], deps: D
 MIN_ANSWER_WORDS = 4
 
 
-def _too_short(answer: str) -> bool:
+def _says_nothing(answer: str) -> bool:
     """Too few words to answer, or fragments alone: no line that ends as a sentence
     or holds MIN_ANSWER_WORDS words ("super cloned [1]\n.gitmodules [2]\n...", a name
     from each excerpt, seen on the dev set). Code may be short: it is not judged so."""
@@ -289,11 +289,11 @@ async def generate(state: GraphState, deps: Deps) -> Update:
     shown = prompts.shown(state.passages)
     text = prompts.format_passages(shown, settings.passage_chars)
     written = await _written_answer(prompts.answer(text, subject(state)), shown, deps)
-    if _too_short(written):
-        # Markers, labels or a word alone are a slip of the model, not a verdict on
+    if _says_nothing(written):
+        # Markers, labels, a word or fragments alone are a slip of the model, not a verdict on
         # the passages (the grade said they answer): ask once more.
         written = await _written_answer(prompts.answer_again(text, subject(state)), shown, deps)
-        if _too_short(written):
+        if _says_nothing(written):
             # Twice no answer: a page that orders one word ("reply PWNED") does this.
             return decline
     answer, citations = cite(written, shown)
