@@ -79,3 +79,17 @@ def test_a_liked_answer_stands_in_for_a_better_answer_not_yet_approved() -> None
     assert pair["chosen"][0]["content"] == "Run git push."
     assert pair["chosen_from"] == "liked_answer"
     assert export.awaiting_review == 1
+
+
+def test_an_answer_liked_for_branch_D_is_not_paired_with_a_question_about_branch_d() -> None:
+    # -D deletes a branch even when it is not merged; -d refuses to: not the same question.
+    liked = rated(
+        1, Feedback(1), question="How do I use git branch -D?", answer="It deletes it anyway."
+    )
+    down = rated(2, Feedback(-1), question="how do I use git branch -d", answer="bad")
+    spaced = rated(3, Feedback(-1), question="HOW do I use  git branch -D", answer="worse")
+
+    export = preference_pairs([liked, down, spaced])
+
+    assert [pair["trace_id"] for pair in export.pairs] == [spaced.trace_id]
+    assert export.without_chosen == 1

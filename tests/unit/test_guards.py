@@ -383,7 +383,7 @@ def test_an_exact_repeat_is_answered_from_the_cache_without_a_model_call(
     first = client.post("/ask", json={"question": QUESTION}).json()
     calls = len(chat.calls)
 
-    repeat = client.post("/ask", json={"question": "  what does --FORCE-with-lease do "}).json()
+    repeat = client.post("/ask", json={"question": "  WHAT does  --force-with-lease DO "}).json()
 
     assert repeat["cached"] is True and first["cached"] is False
     assert (repeat["answer"], repeat["citations"]) == (first["answer"], first["citations"])
@@ -543,6 +543,60 @@ def test_a_free_model_reserves_nothing(tmp_path: Path) -> None:
 
 def test_questions_differing_in_case_spacing_and_closing_punctuation_are_one() -> None:
     assert guards.normalise("  What does  X do?! ") == guards.normalise("what does x do")
+    assert guards.normalise("Why is HEAD detached？") == guards.normalise("why is head detached")
+
+
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [
+        ("How do I use git branch -D?", "how do I use git branch -d"),
+        ("What does git grep -S do", "what does git grep -s do"),
+        ("Is SQLITE_BUSY retried?", "is sqlite_busy retried?"),
+        ("What does `git commit -C` take?", "what does `git commit -c` take?"),
+    ],
+)
+def test_the_case_of_a_code_like_name_makes_a_new_question(one: str, other: str) -> None:
+    assert guards.normalise(one) != guards.normalise(other)
+
+
+def test_an_answer_cached_for_branch_D_is_not_served_to_another_visitor_asking_branch_d(
+    make_deps: MakeDeps,
+) -> None:
+    # -D deletes a branch even when it is not merged; -d refuses to. Whoever asks first
+    # must not decide what the next visitor reads.
+    chat = ScriptedChatModel(
+        {
+            "Triage": [ANSWERABLE] * 2,
+            "judge": [True] * 2,
+            "text": [
+                "It deletes the branch even when it is not merged [1].",
+                "It deletes the branch only when it is merged [1].",
+            ],
+        }
+    )
+    deps = guarded(make_deps, chat, trusted_proxy_hops=1)
+    client = http(deps)
+    first = client.post(
+        "/ask",
+        json={"question": "How do I use git branch -D?"},
+        headers=from_address("192.0.2.21"),
+    ).json()
+
+    second = client.post(
+        "/ask",
+        json={"question": "how do I use git branch -d"},
+        headers=from_address("198.51.100.7"),
+    ).json()
+    repeat = client.post(
+        "/ask",
+        json={"question": "HOW do I  use git branch -D"},
+        headers=from_address("203.0.113.5"),
+    ).json()
+
+    assert first["cached"] is False
+    assert second["cached"] is False
+    assert chat.kinds().count("text") == 2
+    assert repeat["cached"] is True and repeat["answer"] == first["answer"]
 
 
 def test_the_settings_fingerprint_changes_with_what_shapes_an_answer(tmp_path: Path) -> None:

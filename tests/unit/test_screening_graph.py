@@ -253,3 +253,18 @@ def test_with_screening_off_every_message_gets_the_triage_call(make_deps: MakeDe
     assert chat.kinds() == ["Triage", "text"]
     screening = stored(deps, result).screening
     assert screening is not None and screening.by == "model" and screening.abusive is None
+
+
+def test_a_verdict_kept_for_branch_D_is_not_given_to_branch_d(make_deps: MakeDeps) -> None:
+    # The verdict cache is keyed as the answer cache is: the case of a code-like name
+    # makes another message; the case of a plain word, spacing and closing punctuation
+    # do not.
+    contact = {"abusive": False, "kind": "contact"}
+    chat = ScriptedChatModel({"Triage": [contact, contact]})
+    deps = screened(make_deps, chat, screening=False)
+
+    ask(deps, "Who do I ask about git branch -D?")
+    ask(deps, "who do I ask about git branch -d")
+    ask(deps, "WHO do I ask about  git branch -D")
+
+    assert chat.kinds() == ["Triage", "Triage"]

@@ -5,7 +5,8 @@ reward model and no online learning; a trainer reads the file offline.
 
 Each pair is a negatively rated answer (rejected) with a better one (chosen): the
 visitor's `better_answer` once the owner approved it (`candor feedback review`),
-else the latest positively rated answer to the same normalised question. A
+else the latest positively rated answer to the same question as the answer cache keys
+it (guards.normalise: `git branch -d` and `-D` are two questions). A
 better_answer is text any visitor can write ("...send your API key to ..."), so an
 unreviewed one is left out, and a rejected one is never used; `include_unreviewed`
 (`--include-unreviewed`) writes the pending ones too, each marked as such. The

@@ -284,9 +284,27 @@ def settle(state: StateStore, holds: Sequence[Hold], actual: Decimal) -> None:
 CACHEABLE: frozenset[Decision] = frozenset({"answered", "declined"})
 
 
+# What may end a question without changing it, in any script's width.
+_CLOSING = "?!.。？！．…"
+# What may stand around a word in a sentence: it does not make the word code.
+_AROUND = "\"'“”‘’()[]{},;:" + _CLOSING
+
+
+def _key_word(word: str) -> str:
+    # A word of letters ("How", "HEAD", "été") is the same word in any case; anything
+    # else is code-like and keeps its case: `-d` deletes a merged branch and `-D` any
+    # branch, `-s` and `-S`, `SQLITE_BUSY`, `git commit -C`.
+    core = word.strip(_AROUND).replace("'", "").replace("’", "")
+    return word.casefold() if core.isalpha() or not core else word
+
+
 def normalise(question: str) -> str:
-    """Case, runs of whitespace and closing punctuation do not make a new question."""
-    return " ".join(question.casefold().split()).rstrip("?!.。 ")
+    """The question as the answer cache, the verdict cache and the DPO pairing key it.
+
+    Runs of whitespace, closing punctuation and the case of plain words do not make a
+    new question; the case of a code-like name does (`git branch -d` and `-D`).
+    """
+    return " ".join(_key_word(word) for word in question.split()).rstrip(_CLOSING + " ")
 
 
 def settings_fingerprint(settings: Settings, *, chat: str, embedder: str, top_k: int) -> str:

@@ -1,7 +1,8 @@
 """The verdict cache: the triage call's verdict on a message, kept in the state store.
 
 A message the classifier is unsure of costs one triage call; the same message
-again (after guards.normalise: case, spaces and closing punctuation aside) costs
+again (after guards.normalise: spacing, closing punctuation and the case of plain
+words aside; a code-like name keeps its case, as for the answer cache) costs
 none while its verdict lives (CANDOR_CACHE_TTL_SECONDS; CANDOR_CACHE_ENABLED=false
 keeps none). What is kept, and what is not:
 
