@@ -138,7 +138,13 @@ def test_the_table_expires_items_and_can_be_restored() -> None:
         "AttributeName": "expires_at",
         "Enabled": True,
     }
-    assert properties["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+    assert properties["PointInTimeRecoverySpecification"] == {
+        "PointInTimeRecoveryEnabled": True,
+        "RecoveryPeriodInDays": {"Ref": "RecoveryPeriodDays"},
+    }
+    # DynamoDB's bounds; 35 days, its default, unless the owner keeps less.
+    recovery = PARAMETERS["RecoveryPeriodDays"]
+    assert (recovery["MinValue"], recovery["MaxValue"], recovery["Default"]) == (1, 35, 35)
     assert properties["BillingMode"] == "PAY_PER_REQUEST"
     assert RESOURCES["StateTable"]["DeletionPolicy"] == "Retain"
 

@@ -1,0 +1,147 @@
+"""The ask function's DynamoDB grant against the calls it makes.
+
+The app runs questions through its routes on the DynamoDB state store (DynamoDB Local,
+the table built from the template's StateTable): answered, repeated from
+the cache, a follow-up, a warned and an ended session, an address over its limit.
+Every DynamoDB call is recorded, and each must be one the template's policy allows,
+condition included. The ingest function's items (its completion records, and the
+corpus version it bumps) are kept in the same table by the same store: the ask
+function may read the corpus version and nothing else of them, so that a flaw in the
+public function cannot rewrite what the index is said to hold or retire every
+cached answer at will.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from candor.api.app import create_app
+from candor.backends.dynamodb_state import DynamoDBStateStore
+from candor.backends.hashing_embedder import HashingEmbedder
+from candor.backends.sqlite_index import SqliteVectorIndex
+from candor.deps import Deps
+from candor.ingest.records import CompletionRecords
+from candor.settings import Settings
+from tests.integration.test_ingest_policy import DynamoDBCalls, allowed
+from tests.support import dynamodb_local
+from tests.support.edge import allowing, browser
+from tests.support.fakes import ScriptedChatModel
+from tests.unit.test_template import policy_statements
+
+pytestmark = pytest.mark.integration
+
+QUESTION = {"abusive": False, "kind": "question"}
+ABUSIVE = {"abusive": True, "kind": "question"}
+
+
+@pytest.fixture
+def table(dynamodb_endpoint: str) -> Iterator[tuple[Any, str]]:
+    client = dynamodb_local.client(dynamodb_endpoint)
+    name = dynamodb_local.create_state_table(client)
+    yield client, name
+    client.delete_table(TableName=name)
+
+
+@pytest.fixture
+def recorder(table: tuple[Any, str]) -> DynamoDBCalls:
+    calls = DynamoDBCalls()
+    client, _ = table
+    client.meta.events.register("provide-client-params.dynamodb", calls)
+    return calls
+
+
+def ask_as_visitors_do(
+    settings: Settings, index: SqliteVectorIndex, store: DynamoDBStateStore
+) -> list[int]:
+    """Each path of the ask function that touches the table; the statuses it answered."""
+    chat = ScriptedChatModel(
+        {
+            "Triage": [QUESTION, QUESTION, ABUSIVE, ABUSIVE, QUESTION],
+            "Moderation": [{"insulting": True}, {"insulting": True}],
+            "judge": [True, True, True],
+            "text": ["It refuses to overwrite work you have not seen [1]."] * 3,
+        }
+    )
+    deps = allowing(
+        Deps(settings, chat, HashingEmbedder(), index, None, store),
+        cache_enabled=True,
+        rate_address_limit=8,
+    )
+    http: TestClient = browser(create_app(lambda: deps))
+    statuses = []
+
+    def ask(question: str, session: str | None = None) -> dict[str, Any]:
+        body = {"question": question} | ({"session_id": session} if session else {})
+        response = http.post("/ask", json=body)
+        statuses.append(response.status_code)
+        found: dict[str, Any] = response.json()
+        return found
+
+    first = ask("What does --force-with-lease do?")  # answered; trace, ledgers, cache
+    ask("What does --force-with-lease do?")  # from the cache
+    ask("And what does it refuse?", first["session_id"])  # a follow-up: the history
+    rude = ask("You idiot.")  # warned
+    ask("Moron.", rude["session_id"])  # ended
+    ask("Hello?", rude["session_id"])  # refused: the session is over
+    while statuses[-1] != 429:  # the address's window is full
+        ask("How do I fix the last commit message?")
+    http.post(
+        "/feedback",
+        json={"trace_id": first["trace_id"], "session_id": first["session_id"], "score": 1},
+    )
+    return statuses
+
+
+def use_the_store_as_the_ingest_function_does(store: DynamoDBStateStore) -> None:
+    records = CompletionRecords(store, "default")
+    records.record("guide.md")
+    records.begin("guide.md")
+    records.bump()
+    records.complete("guide.md", "f" * 64)
+
+
+def test_the_ask_functions_table_grant_is_scoped_by_key_prefix(
+    table: tuple[Any, str],
+    recorder: DynamoDBCalls,
+    settings: Settings,
+    index: SqliteVectorIndex,
+) -> None:
+    # Given the ask function's policy, and the calls it makes on every path
+    client, name = table
+    store = DynamoDBStateStore(name, client=client)
+    statements = policy_statements("AskFunction")
+    statuses = ask_as_visitors_do(settings, index, store)
+    made, recorder.calls = recorder.calls, []
+
+    # Then each call it makes is allowed, so the scoped grant breaks nothing
+    assert {200, 403, 429} <= set(statuses)
+    assert {action for action, _ in made} == {"dynamodb:GetItem", "dynamodb:UpdateItem"}
+    assert {key.split("#", 1)[0] for _, key in made if key} >= {
+        "session",
+        "history",
+        "rate",
+        "budget",
+        "cache",
+        "verdict",
+        "corpus",
+        "trace",
+    }
+    refused = [(action, key) for action, key in made if not allowed(statements, action, key)]
+    assert refused == []
+
+    # And of the ingest function's items it may only read the corpus version:
+    # neither bump it (which retires every cached answer) nor touch a completion record
+    use_the_store_as_the_ingest_function_does(store)
+    ingest = recorder.calls
+    assert {key.split("#", 1)[0] for _, key in ingest if key} == {"corpus", "ingest"}
+    admitted = [
+        (action, key)
+        for _, key in ingest
+        for action in ("dynamodb:GetItem", "dynamodb:UpdateItem")
+        if allowed(statements, action, key)
+    ]
+    assert admitted == [("dynamodb:GetItem", "corpus#default")]
