@@ -72,6 +72,9 @@ def settings(tmp_path: Path) -> Settings:
         # (most of these tests ask about `gc.auto`) makes no grade call.
         # tests/unit/test_grade_by_names.py runs the graph with it on.
         grade_by_names=False,
+        # Starter questions are proposed with model calls a test did not script:
+        # tests/unit/test_suggestions.py turns them on.
+        suggest_questions=False,
     )
 
 

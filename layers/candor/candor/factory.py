@@ -15,6 +15,7 @@ from candor.secrets import api_key
 from candor.settings import Settings
 
 if TYPE_CHECKING:
+    from candor.handoffs.store import HandoffStore
     from candor.ingest.s3 import S3Ingestion
 
 
@@ -204,3 +205,24 @@ def build_s3_ingestion(settings: Settings) -> S3Ingestion:
         ),
         records=CompletionRecords(build_state(settings), settings.index_name),
     )
+
+
+def build_handoff_store(settings: Settings) -> HandoffStore:
+    """The hand-offs' store, beside the state store's records (their own table or prefix)."""
+    match settings.state_backend:
+        case "sqlite":
+            from candor.backends.sqlite_handoffs import SqliteHandoffStore
+
+            return SqliteHandoffStore(settings.state_path)
+        case "dynamodb":
+            from candor.backends.dynamodb_handoffs import DynamoDBHandoffStore
+
+            if not settings.state_table:
+                raise ConfigurationError("CANDOR_STATE_TABLE must name the DynamoDB table")
+            return DynamoDBHandoffStore(
+                settings.state_table,
+                endpoint_url=settings.dynamodb_endpoint_url,
+                region=settings.aws_region,
+            )
+        case other:
+            raise ConfigurationError(f"state backend {other!r} is not available yet")

@@ -214,6 +214,9 @@ class Turn:
     question: str
     answer: str
     decision: str
+    # The trace of the answer, where the turn was recorded with one: a hand-off reads
+    # its sources there (candor.handoffs.transcript).
+    trace_id: str | None = None
 
 
 # The DynamoDB store's default for how long a session's status lasts after its last

@@ -180,7 +180,10 @@ async def prepare(
             async def answer_from_cache(emit: runner.Emit) -> AskResult:
                 emit(runner.TokenEvent(cached.answer))  # the whole answer, as one piece
                 await _remember(
-                    deps, session_id, Turn(question, cached.answer, cached.decision), trace_id
+                    deps,
+                    session_id,
+                    Turn(question, cached.answer, cached.decision, trace_id),
+                    trace_id,
                 )
                 result = AskResult(
                     answer=cached.answer,
@@ -251,7 +254,7 @@ async def prepare(
                 ),
             )
         await _remember(
-            deps, session_id, Turn(nodes.subject(final), final.answer, decision), trace_id
+            deps, session_id, Turn(nodes.subject(final), final.answer, decision, trace_id), trace_id
         )
         result = AskResult(
             answer=final.answer,
@@ -292,7 +295,9 @@ def history_expires_at(settings: Settings, now: float) -> int:
 
 
 async def _remember(deps: Deps, session_id: str, turn: Turn, trace_id: str) -> None:
-    keep = deps.settings.history_turns
+    # The graph reads the last history_turns of them; a hand-off sends them all
+    # (candor.handoffs.transcript), so more are kept while hand-offs are on.
+    keep = max(deps.settings.history_turns, deps.settings.handoff_turns())
     if keep:
         expires_at = history_expires_at(deps.settings, time.time())
         await _best_effort(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from decimal import Decimal
 from functools import lru_cache
@@ -260,7 +261,89 @@ class Settings(BaseSettings):
     # session_max_age_seconds (30 days) after its last turn.
     history_ttl_seconds: int = Field(default=1800, ge=60, le=86_400)
 
+    # Hand-offs (docs/handoffs.md): a visitor candor cannot help sends the conversation
+    # and a message to the site's team. On when a destination is set: a webhook (a
+    # signed JSON POST) and, on AWS, an e-mail through SES from a verified address.
+    handoff_webhook_url: str | None = Field(default=None, description="an http(s) URL")
+    # The key of the webhook's signature header: here, or in an SSM SecureString.
+    handoff_webhook_secret: SecretStr | None = None
+    handoff_webhook_secret_parameter: str | None = Field(default=None, pattern=SSM_NAME_PATTERN)
+    # A webhook host *name* that resolves to a private, loopback or link-local address
+    # is refused unless this is true (an IP literal or localhost in the URL is taken
+    # as meant).
+    handoff_webhook_allow_internal: bool = False
+    handoff_email_to: str | None = None
+    handoff_email_from: str | None = None
+    # On AWS: the queue the ask function hands each new hand-off to; the hand-off
+    # function forwards it. Unset: the process that stored it forwards it, retrying.
+    handoff_queue_url: str | None = None
+    handoff_ttl_days: int = Field(default=90, ge=1, le=3650)
+    # Hand-offs per hour from one client address, one e-mail address, one session.
+    handoff_hourly_limit: int = Field(default=3, ge=1, le=100)
+    # Forwarding attempts before a hand-off is marked failed (it stays listed), the
+    # first wait between two (doubling, at most an hour) where this process retries.
+    handoff_max_attempts: int = Field(default=12, ge=1, le=100)
+    handoff_retry_seconds: float = Field(default=5.0, gt=0, le=3600)
+    # Turns of a session a hand-off can send (the graph still reads history_turns).
+    handoff_transcript_turns: int = Field(default=10, ge=1, le=20)
+
+    # Starter questions the widget offers (at most four). Unset: candor proposes them
+    # from its documents and keeps those its own graph answers (candor.suggestions).
+    suggested_questions: Annotated[tuple[str, ...], NoDecode] = ()
+    suggest_questions: bool = True
+
     _origins = field_validator("allowed_origins", mode="before")(parse_origins)
+
+    @field_validator("suggested_questions", mode="before")
+    @classmethod
+    def _questions(cls, value: object) -> tuple[str, ...]:
+        """A JSON array of strings, or questions separated by "|"."""
+        if isinstance(value, str):
+            text = value.strip()
+            parts = json.loads(text) if text.startswith("[") else text.split("|")
+        elif isinstance(value, list | tuple):
+            parts = list(value)
+        else:
+            raise ValueError("a JSON array of questions, or questions separated by |")
+        questions = tuple(str(p).strip() for p in parts if str(p).strip())
+        if any(len(q) > 200 for q in questions):
+            raise ValueError("a suggested question has at most 200 characters")
+        return questions[:4]
+
+    @field_validator("handoff_webhook_url")
+    @classmethod
+    def _webhook(cls, value: str | None) -> str | None:
+        if not value:
+            return None
+        if not is_public_url(value):
+            raise ValueError("an absolute http(s) URL, such as https://hooks.example.com/candor")
+        return value
+
+    @field_validator("handoff_email_to", "handoff_email_from")
+    @classmethod
+    def _address(cls, value: str | None) -> str | None:
+        if not value:
+            return None
+        from candor.handoffs.addresses import normalised_address
+
+        return normalised_address(value)
+
+    @model_validator(mode="after")
+    def _email_pair(self) -> Settings:
+        if bool(self.handoff_email_to) != bool(self.handoff_email_from):
+            raise ValueError(
+                "CANDOR_HANDOFF_EMAIL_TO and CANDOR_HANDOFF_EMAIL_FROM go together: the "
+                "owner's address and the SES-verified address it is sent from"
+            )
+        return self
+
+    @property
+    def handoffs_enabled(self) -> bool:
+        return bool(self.handoff_webhook_url or self.handoff_email_to)
+
+    def handoff_turns(self) -> int:
+        """Turns of a session kept for a hand-off: none while hand-offs are off."""
+        return self.handoff_transcript_turns if self.handoffs_enabled else 0
 
     @field_validator("source_base_url")
     @classmethod

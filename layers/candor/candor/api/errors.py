@@ -32,6 +32,8 @@ from candor.errors import (
     SessionInvalidError,
     StateStoreError,
 )
+from candor.handoffs.forward import DeliveryError
+from candor.outbound import AddressRefusedError, OutboundError
 from candor.withheld import type_name, withheld
 
 logger = logging.getLogger("candor.api")
@@ -144,6 +146,20 @@ TABLE: tuple[tuple[type[BaseException], Row], ...] = (
     (
         ConfigurationError,
         Row(503, "misconfigured", "the service is not configured to answer", log=True),
+    ),
+    # Requests candor sends out (a hand-off's webhook and e-mail): forwarded apart from
+    # the visitor's request, so these reach a caller only through a bug.
+    (
+        AddressRefusedError,
+        Row(503, "misconfigured", "the service is not configured to answer", log=True),
+    ),
+    (
+        DeliveryError,
+        Row(503, "unavailable", "the service cannot answer this now", OUTAGE_RETRY_AFTER, log=True),
+    ),
+    (
+        OutboundError,
+        Row(503, "unavailable", "the service cannot answer this now", OUTAGE_RETRY_AFTER, log=True),
     ),
     # Every other CandorError: a library error without a row of its own yet.
     (CandorError, Row(503, "unavailable", "the service cannot answer this now", log=True)),

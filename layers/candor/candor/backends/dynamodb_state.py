@@ -38,6 +38,7 @@ import json
 import random
 import time
 import zlib
+from dataclasses import asdict
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -150,7 +151,7 @@ class DynamoDBStateStore:
 
     def append_turn(self, session_id: str, turn: Turn, *, keep: int, expires_at: int) -> None:
         key = _key(f"history#{session_id}", "history")
-        entry = {"question": turn.question, "answer": turn.answer, "decision": turn.decision}
+        entry = asdict(turn)
         names = {
             "#history": "history",
             "#turns": "turns",

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import asdict
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from pathlib import Path
 from typing import Any
@@ -164,9 +165,7 @@ class SqliteStateStore:
         return status
 
     def append_turn(self, session_id: str, turn: Turn, *, keep: int, expires_at: int) -> None:
-        entry = json.dumps(
-            {"question": turn.question, "answer": turn.answer, "decision": turn.decision}
-        )
+        entry = json.dumps(asdict(turn))
         # json_insert appends; the subquery then keeps the last `keep` entries, all
         # inside one statement. An expired row starts over: its turns are past the window.
         self._write(
