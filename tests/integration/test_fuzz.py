@@ -38,6 +38,7 @@ from candor.settings import DEFAULT_PRICES, Settings
 from tests.conftest import PASSAGES
 from tests.support.edge import ORIGIN, allowing
 from tests.support.fakes import ScriptedChatModel
+from tests.support.webhook_server import webhook_receiver
 
 pytestmark = pytest.mark.integration
 
@@ -65,6 +66,8 @@ def answering_model() -> ScriptedChatModel:
 
 @pytest.fixture
 def app(tmp_path: Path) -> Iterator[FastAPI]:
+    receiver = webhook_receiver()
+    hook = receiver.__enter__()
     base = Settings(
         data_dir=tmp_path,
         embedder_backend="hashing",
@@ -72,6 +75,10 @@ def app(tmp_path: Path) -> Iterator[FastAPI]:
         # The guards are tested elsewhere; here they would only turn cases into 429s.
         rate_address_limit=1_000_000,
         rate_session_limit=1_000_000,
+        # Hand-offs on, forwarded to a receiver on loopback.
+        handoff_webhook_url=hook.url,
+        handoff_webhook_secret="webhook-secret-0123456789",
+        handoff_hourly_limit=100,
     )
     embedder = HashingEmbedder()
     index = SqliteVectorIndex(base.index_path, embedder.dimensions, embedder=embedder.name)
@@ -83,6 +90,7 @@ def app(tmp_path: Path) -> Iterator[FastAPI]:
     yield app
     index.close()
     state.close()
+    receiver.__exit__(None, None, None)
 
 
 # Cases per operation and generation mode: valid requests, and requests that break
@@ -97,6 +105,11 @@ EXAMPLES = {
     # Random trace ids name no trace (404), and random session ids are not signed (401).
     ("POST /feedback", GenerationMode.POSITIVE): 50,
     ("POST /feedback", GenerationMode.NEGATIVE): 50,
+    # Random session ids are not signed (401); without one, a valid address and message
+    # store a hand-off (202) and forward it to the loopback receiver.
+    ("POST /handoff", GenerationMode.POSITIVE): 50,
+    ("POST /handoff", GenerationMode.NEGATIVE): 50,
+    ("GET /widget/config", GenerationMode.POSITIVE): 5,
 }
 
 
@@ -147,6 +160,7 @@ FIELDS = {
     "/ask": ["question", "session_id", "top_k"],
     "/ask/stream": ["question", "session_id", "top_k"],
     "/feedback": ["trace_id", "session_id", "score", "reason", "comment", "better_answer"],
+    "/handoff": ["session_id", "email", "message"],
 }
 
 

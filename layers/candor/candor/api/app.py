@@ -1,4 +1,5 @@
-"""The API of `candor serve` and the ask function: /ask, /ask/stream, /health, /feedback."""
+"""The API of `candor serve` and the ask function: /ask, /ask/stream, /health, /feedback,
+/handoff and /widget/config."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from candor.api import errors, stream
 from candor.api.base import DepsProvider, build_app
 from candor.api.edge import Edge, EdgeProvider
 from candor.api.feedback import feedback_router
+from candor.api.handoff import handoff_router
 from candor.api.health import DEPENDENCIES, HealthCache
 from candor.api.schemas import (
     EDGE_RESPONSES,
@@ -21,6 +23,7 @@ from candor.api.schemas import (
     ValidationErrorResponse,
     error_responses,
 )
+from candor.api.widget_config import config_router
 from candor.deps import Deps
 from candor.warmup import Warmup
 
@@ -159,10 +162,11 @@ def create_app(
     edge_provider: EdgeProvider | None = None,
     keepalive_seconds: float = stream.KEEPALIVE_SECONDS,
 ) -> FastAPI:
-    """The whole API: /ask, /ask/stream, /health and /feedback (see `base.build_app`)."""
+    """The whole API: /ask, /ask/stream, /health, /feedback, /handoff and /widget/config
+    (see `base.build_app`)."""
     return build_app(
         deps_provider,
-        (ask_router, health_router, feedback_router),
+        (ask_router, health_router, feedback_router, handoff_router, config_router),
         edge_provider=edge_provider,
         keepalive_seconds=keepalive_seconds,
     )

@@ -36,7 +36,7 @@ from candor.ingest.loaders import load_document
 from candor.ports import ChatModel
 from candor.progress import progress as show_progress
 from candor.settings import Settings
-from candor.types import Message
+from candor.types import Message, Usage
 
 QUESTIONS_FILE = "generated-questions.jsonl"
 ABOUT_FILE = "generated-questions.json"
@@ -240,6 +240,19 @@ def prompt(window: Window) -> list[Message]:
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": task}]
 
 
+async def write_question(
+    window: Window, chat: ChatModel, seen: set[str]
+) -> tuple[str, str | None, Usage]:
+    """One model call: a question the window answers, why it is not kept (None: kept,
+    and added to `seen`), and the call's usage."""
+    reply = await chat.text(prompt(window), max_tokens=QUESTION_TOKENS)
+    question = clean_question(reply.text)
+    reason = rejection(question, window.text, seen)
+    if reason is None:
+        seen.add(" ".join(words(question)))
+    return question, reason, reply.usage
+
+
 async def generate(
     documents: Sequence[tuple[str, bytes]],
     chat: ChatModel,
@@ -258,18 +271,15 @@ async def generate(
     for window in windows:
         if len(result.rows) >= n:
             break
-        reply = await chat.text(prompt(window), max_tokens=QUESTION_TOKENS)
+        question, reason, usage = await write_question(window, chat, seen)
         result.attempts += 1
-        result.tokens_in += reply.usage.tokens_in
-        result.tokens_out += reply.usage.tokens_out
-        result.cost_usd += float(reply.usage.cost_usd)
-        question = clean_question(reply.text)
-        reason = rejection(question, window.text, seen)
+        result.tokens_in += usage.tokens_in
+        result.tokens_out += usage.tokens_out
+        result.cost_usd += float(usage.cost_usd)
         progress(1)
         if reason is not None:
             result.reject(reason)
             continue
-        seen.add(" ".join(words(question)))
         result.rows.append(
             {
                 "id": f"gen-{len(result.rows) + 1:04d}",
