@@ -98,6 +98,32 @@ def test_retrieval_only_writes_every_strategy_with_n_and_reuses_the_index(
     assert again["meta"]["plain_chunks"] == first["meta"]["plain_chunks"] > 0
 
 
+def test_every_report_gives_answer_context_at_both_backends_budgets_beside_the_pool_ceiling(
+    env: Path,
+) -> None:
+    assert run_eval(env / "out", "--context-chars", "3600,9000") == 0
+    report = json.loads((env / "out" / "report.json").read_text())
+    section = report["context_budgets"]
+    rows = {(row["chars"], row["excerpts"]): row for row in section["budgets"]}
+    defaults = {row["default_for"] for row in section["budgets"]}
+    assert {n for d in defaults if d for n in d.split(", ")} == {"local", "openai"}
+    assert (3600, 6) in rows and (9000, 15) in rows and (1800, 6) in rows
+    assert section["ceiling_n"] == 2 and section["ceiling"] is not None
+    for row in section["budgets"]:
+        assert row["n"] == 2
+        # Packing chooses from the pool: it can reach its ceiling, never pass it.
+        assert row["answer_context"] <= section["ceiling"]
+        assert row["prompt_tokens"] > 0 and row["usd_per_question"] > 0
+        assert row["versus_plain"]["n"] == 2
+    # More characters are never fewer tokens.
+    tokens = [row["prompt_tokens"] for row in section["budgets"]]
+    assert tokens == sorted(tokens)
+    per_question = report["context_questions"]["candor"]
+    assert set(per_question) >= {"1800x6", "3600x6", "9000x15", "ceiling"}
+    markdown = (env / "out" / "report.md").read_text()
+    assert "## Answer context by budget" in markdown and "| 9,000 | 15 |" in markdown
+
+
 def test_a_changed_corpus_gets_a_new_index(env: Path, tmp_path: Path) -> None:
     corpus = tmp_path / "docs"
     corpus.mkdir()

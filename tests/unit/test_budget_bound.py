@@ -37,7 +37,7 @@ from candor.backends.sqlite_state import SqliteStateStore
 from candor.deps import Deps
 from candor.errors import BudgetExhaustedError, ModelError
 from candor.ports import Judged, Structured, Text, TextPiece, Turn, Vectors, read_text
-from candor.settings import DEFAULT_PRICES, Settings
+from candor.settings import DEFAULT_PRICES, MAX_CONTEXT_CHARS, MAX_EXCERPTS, Settings
 from candor.types import Chunk, Message, Usage
 from tests.support.fakes import ScriptedChatModel
 
@@ -168,7 +168,7 @@ def worst_chunks() -> list[Chunk]:
     """More passages than a prompt shows, each longer and wider than any cut."""
     return [
         Chunk(f"{n:032x}-0", WIDE * 3_000, f"page-{n}.html", WIDE * 300, WIDE * 300)
-        for n in range(12)
+        for n in range(24)
     ]
 
 
@@ -191,6 +191,9 @@ class Case:
     rewrites: tuple[str, ...]
     max_attempts: int
     passage_chars: int
+    # A hosted model's budget shows more excerpts than a request may ask for.
+    top_k: int
+    context_chars: int
     answer_max_tokens: int
     cap: Decimal
     fail_at: int | None  # which call fails, if one does
@@ -205,6 +208,8 @@ cases = st.builds(
     rewrites=st.lists(st.text(st.one_of(ANY, CJK, EMOJI), min_size=1, max_size=200), max_size=4),
     max_attempts=st.integers(1, 5),
     passage_chars=st.integers(100, 1_500),
+    top_k=st.integers(1, MAX_EXCERPTS),
+    context_chars=st.integers(100, MAX_CONTEXT_CHARS),
     answer_max_tokens=st.integers(16, 2_048),
     cap=st.decimals(Decimal("0.05"), Decimal("1"), places=4),
     fail_at=st.one_of(st.none(), st.integers(0, 7)),
@@ -244,7 +249,8 @@ def test_a_request_is_never_charged_more_than_it_reserved_and_the_ledger_stays_u
             max_attempts=case.max_attempts,
             passage_chars=case.passage_chars,
             answer_max_tokens=case.answer_max_tokens,
-            top_k=10,
+            top_k=case.top_k,
+            context_chars=case.context_chars,
             cache_enabled=False,
             # Screening could spare the triage call; off, every request takes the
             # worst path (the same two calls at most: candor.graph.limits.NODE_CALLS).

@@ -231,16 +231,19 @@ def pack(
     neighbours: int = 1,
     weights: PackWeights | None = None,
     question_vector: Vectors | None = None,
+    scored: Scored | None = None,
 ) -> list[Hit]:
     """The excerpts of `candidates` that best answer `question`, within `budget` characters.
 
     Greedy: the best unit not yet taken comes with `neighbours` units on each side
     (fewer when the budget or its chunk's `excerpt_chars` would be passed); at most
     `max_excerpts` chunks are used. Each excerpt is a Hit of its chunk with the
-    packed text and the chunk's fused score.
+    packed text and the chunk's fused score. `scored` is `score_units` of the same
+    question and candidates when the caller has it (one scoring, several budgets).
     """
     weights = weights or PackWeights()
-    scored = score_units(question, candidates, embedder, question_vector)
+    if scored is None:
+        scored = score_units(question, candidates, embedder, question_vector)
     units = scored.units
     by_chunk: dict[int, list[Unit]] = {}
     for unit in units:

@@ -158,6 +158,35 @@ _MAX_OVERLAP = 300
 _MIN_OVERLAP = 12
 
 
+def pool(
+    query: str,
+    settings: Settings,
+    *,
+    embedder: Embedder,
+    index: VectorIndex,
+    reranker: Reranker | None,
+    strategy: Strategy,
+    vector: Vectors | None,
+) -> list[Hit]:
+    """The candidates packing reads for `query`: the top `pack_candidates` of the
+    ranking, with no per-page cap (the best page's other passages are often the
+    one that answers). What packing shows can hold no more than they do."""
+    return search(
+        query,
+        embedder=embedder,
+        index=index,
+        reranker=reranker,
+        top_k=settings.pack_candidates,
+        candidates=max(settings.candidates, settings.pack_candidates),
+        rrf_k=settings.rrf_k,
+        per_source=0,
+        strategy=strategy,
+        fusion=settings.fusion,
+        keyword_weight=settings.keyword_weight,
+        vector=vector,
+    )
+
+
 def shown(
     query: str,
     settings: Settings,
@@ -170,31 +199,38 @@ def shown(
 ) -> list[Hit]:
     """The passages the model is shown for `query` when retrieval uses `strategy`.
 
-    Packed (settings.pack_context, the default): the best sentences of the top
-    `pack_candidates` candidates, with no per-page cap, in at most `context_chars`
-    characters and `top_k` excerpts of at most `passage_chars` each
-    (candor.packing). Otherwise the first `top_k` passages, per-page cap and
-    small-to-big (widen) as the settings say, each cut at `passage_chars` when shown.
+    Packed (settings.pack_context, the default): the best sentences of the `pool`,
+    in at most `context_chars` characters and `top_k` excerpts of at most
+    `passage_chars` each (candor.packing). Otherwise the first `top_k` passages,
+    per-page cap and small-to-big (widen) as the settings say, each cut at
+    `passage_chars` when shown.
     """
-    packed = settings.pack_context
     vector = embedder.embed([query])[0] if strategy != "keyword" else None
-    hits = search(
+    if not settings.pack_context:
+        hits = search(
+            query,
+            embedder=embedder,
+            index=index,
+            reranker=reranker,
+            top_k=top_k,
+            candidates=settings.candidates,
+            rrf_k=settings.rrf_k,
+            per_source=settings.max_per_source,
+            strategy=strategy,
+            fusion=settings.fusion,
+            keyword_weight=settings.keyword_weight,
+            vector=vector,
+        )
+        return widen(hits, index, chars=settings.passage_chars) if settings.widen_passages else hits
+    hits = pool(
         query,
+        settings,
         embedder=embedder,
         index=index,
         reranker=reranker,
-        top_k=settings.pack_candidates if packed else top_k,
-        candidates=max(settings.candidates, settings.pack_candidates if packed else 0),
-        rrf_k=settings.rrf_k,
-        # Packing reads the best page's other passages too: often the one that answers.
-        per_source=0 if packed else settings.max_per_source,
         strategy=strategy,
-        fusion=settings.fusion,
-        keyword_weight=settings.keyword_weight,
         vector=vector,
     )
-    if not packed:
-        return widen(hits, index, chars=settings.passage_chars) if settings.widen_passages else hits
     return packing.pack(
         query,
         hits,

@@ -52,6 +52,28 @@ ORIGIN_PATTERN = re.compile(
 SSM_NAME_PATTERN = r"^/[A-Za-z0-9_.\-/]+$"
 
 
+# The largest budget the settings take: the spending reservation's bound on a prompt
+# (candor.graph.limits) counts MAX_EXCERPTS excerpts of passage_chars each.
+MAX_EXCERPTS = 20
+MAX_CONTEXT_CHARS = 20_000
+
+
+class ContextBudget(BaseModel):
+    """What the model reads per question: `chars` of excerpts in all, at most `excerpts` of them."""
+
+    chars: int
+    excerpts: int
+
+
+# The budget each chat backend gets unless CANDOR_CONTEXT_CHARS / CANDOR_TOP_K say
+# otherwise (docs/quality.md, "Context budgets"). The local 1.5B model answered no
+# better from 2,400 characters than from 1,800 and more slowly.
+CONTEXT_BUDGETS: dict[str, ContextBudget] = {
+    "local": ContextBudget(chars=1800, excerpts=6),
+    "openai": ContextBudget(chars=1800, excerpts=6),
+}
+
+
 def parse_origins(value: object) -> tuple[str, ...]:
     """`https://a.example,https://b.example` -> ("https://a.example", "https://b.example")."""
     if isinstance(value, str):
@@ -99,10 +121,11 @@ class Settings(BaseSettings):
     # pack_candidates candidates (candor.packing): at most top_k excerpts of at most
     # passage_chars each, context_chars in all. With pack_context false: the first
     # top_k passages (per-page cap, widen), each cut at passage_chars.
-    top_k: int = Field(default=6, ge=1, le=10, description="passages (excerpts) shown")
+    # top_k and context_chars default by chat backend (CONTEXT_BUDGETS).
+    top_k: int = Field(default=6, ge=1, le=MAX_EXCERPTS, description="passages (excerpts) shown")
     pack_context: bool = True
     pack_candidates: int = Field(default=15, ge=1, le=40)
-    context_chars: int = Field(default=1800, ge=100, le=6000)
+    context_chars: int = Field(default=1800, ge=100, le=MAX_CONTEXT_CHARS)
     candidates: int = Field(default=20, ge=1, le=100)
     rrf_k: int = Field(default=60, ge=1)
     # Passages of one document before every other document has had its turn (0: no
@@ -344,6 +367,22 @@ class Settings(BaseSettings):
     def handoff_turns(self) -> int:
         """Turns of a session kept for a hand-off: none while hand-offs are off."""
         return self.handoff_transcript_turns if self.handoffs_enabled else 0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _budget_by_backend(cls, data: object) -> object:
+        """context_chars and top_k, when not set, from the chat backend's budget."""
+        if not isinstance(data, dict):
+            return data
+        budget = CONTEXT_BUDGETS.get(str(data.get("chat_backend", "local")))
+        if budget is None:  # an unknown backend: its own validation says so
+            return data
+        filled = dict(data)
+        if filled.get("context_chars") in (None, ""):
+            filled["context_chars"] = budget.chars
+        if filled.get("top_k") in (None, ""):
+            filled["top_k"] = budget.excerpts
+        return filled
 
     @field_validator("source_base_url")
     @classmethod

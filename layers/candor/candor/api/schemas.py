@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
+from candor.graph.prompts import REQUEST_MAX_PASSAGES
 from candor.graph.state import Decision
 
 # The shape of an id the server signs (candor.api.sessions); only the signature
@@ -47,7 +48,9 @@ class AskRequest(BaseModel):
             "start a new one. An id this server did not sign, or an expired one, gets 401."
         ),
     )
-    top_k: int | None = Field(default=None, ge=1, le=10, description="Passages to retrieve.")
+    top_k: int | None = Field(
+        default=None, ge=1, le=REQUEST_MAX_PASSAGES, description="Passages to retrieve."
+    )
 
     @field_validator("question")
     @classmethod

@@ -51,6 +51,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
         if path is not None and not path.exists():
             print(f"candor: no such {what}: {path}", file=sys.stderr)
             return EXIT_USAGE
+    try:
+        context_chars = parse_budgets(args.context_chars)
+    except ValueError as error:
+        print(f"candor: --context-chars {error}", file=sys.stderr)
+        return EXIT_USAGE
     settings = settings_or_exit()
     if args.generate is not None:
         from candor.evaluation.generate import write_generated
@@ -77,6 +82,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         retrieval_only=args.retrieval_only,
         timeout=args.timeout,
         strategies=strategies,
+        context_chars=context_chars,
     )
     try:
         report = run_eval(settings, options)
@@ -102,6 +108,20 @@ def cmd_eval(args: argparse.Namespace) -> int:
         )
     print(f"wrote {', '.join(map(str, paths))}")
     return 0
+
+
+def parse_budgets(text: str | None) -> tuple[int, ...]:
+    """`1800,3600,6000` -> (1800, 3600, 6000); each within what the settings take."""
+    from candor.settings import MAX_CONTEXT_CHARS
+
+    if not text:
+        return ()
+    found: list[int] = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part.isdigit() or not 100 <= int(part) <= MAX_CONTEXT_CHARS:
+            raise ValueError(f"takes characters from 100 to {MAX_CONTEXT_CHARS}, not {part!r}")
+        found.append(int(part))
+    return tuple(dict.fromkeys(found))
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -169,6 +189,12 @@ def register(commands: Commands) -> None:
         default=600.0,
         metavar="SECONDS",
         help="record a question as failed when it takes longer (default 600)",
+    )
+    evaluate.add_argument(
+        "--context-chars",
+        metavar="N[,N]",
+        help="also measure answer context, prompt tokens and price at these budgets "
+        "(characters, e.g. 1800,3600,6000,9000); each backend's default is always measured",
     )
     evaluate.set_defaults(run=cmd_eval)
 

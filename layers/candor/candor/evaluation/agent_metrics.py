@@ -13,7 +13,7 @@ from typing import Any
 
 from candor.evaluation.grading import GradeOutcome, confusion, grade_rates
 from candor.evaluation.questions import ANSWERABLE_KINDS
-from candor.evaluation.retrieval_metrics import has_all_keywords, percentile
+from candor.evaluation.retrieval_metrics import document_of, has_all_keywords, percentile
 
 # The decisions that show the right path was taken; a question of any other kind
 # must go through retrieval, ending answered or declined.
@@ -183,7 +183,7 @@ def summarise(records: Sequence[AgentRecord]) -> dict[str, Any]:
             sum(1 for r in answerable if r.judged_by_keywords),
         ),
         "citation_accuracy": (
-            sum(1 for r in answered if set(r.cited_sources) & set(r.expected_sources)),
+            sum(1 for r in answered if set(r.cited_sources) & _documents(r.expected_sources)),
             len(answered),
         ),
         "citation_validity": (sum(r.citations_valid for r in all_answered), citations),
@@ -346,3 +346,9 @@ def stream_ratios(
             "ratio": round(a / b, 3) if a is not None and b else None,
         }
     return ratios
+
+
+def _documents(expected: Sequence[str]) -> set[str]:
+    """The documents of a question's expected sources: a citation names a document,
+    so one of a page of a PDF counts by its document."""
+    return {document_of(source) for source in expected}

@@ -4,7 +4,8 @@
 asks the chat model for one question a visitor might type that the passage answers,
 in the visitor's words rather than the page's, and keeps the questions that pass
 the filters below. Each kept question expects the page it was written from (and any
-other page that holds the same text). The result is a question file in the format
+other page that holds the same text); in a PDF, the page of the PDF its passage
+starts on (`manual.pdf#page=41`). The result is a question file in the format
 of candor.evaluation.questions, so every figure of `candor eval` reads it.
 
 What this measures and what it does not: a generated question is answerable by
@@ -32,7 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from candor.errors import IngestError
+from candor.evaluation.retrieval_metrics import PAGE_MARK
 from candor.ingest.loaders import load_document
+from candor.ingest.pages import page_finder
 from candor.ports import ChatModel
 from candor.progress import progress as show_progress
 from candor.settings import Settings
@@ -86,6 +89,12 @@ class Window:
     title: str
     heading: str
     text: str
+    page: int | None = None  # the page it starts on, in a paged document (a PDF)
+
+    @property
+    def expected(self) -> str:
+        """What a question written from it expects: its page of a PDF, else its document."""
+        return self.source if self.page is None else f"{self.source}{PAGE_MARK}{self.page}"
 
 
 @dataclass(slots=True)
@@ -116,6 +125,7 @@ def windows_of(source: str, data: bytes) -> list[Window]:
     except IngestError:
         return []
     found: list[Window] = []
+    page_of = page_finder(document.pages) if document.pages else None
     for section in document.sections:
         pending: list[str] = []
         for paragraph in (p.strip() for p in re.split(r"\n\s*\n", section.text)):
@@ -129,9 +139,9 @@ def windows_of(source: str, data: bytes) -> list[Window]:
             pending.append(paragraph)
             text = "\n\n".join(pending)
             if len(text) >= MIN_WINDOW_CHARS:
-                window = Window(source, document.title, section.heading, text)
                 if is_prose(text):
-                    found.append(window)
+                    page = page_of(text) if page_of is not None else None
+                    found.append(Window(source, document.title, section.heading, text, page))
                 pending = []
     return found
 
@@ -285,7 +295,7 @@ async def generate(
                 "id": f"gen-{len(result.rows) + 1:04d}",
                 "question": question,
                 "kind": "factual",
-                "expected_sources": [window.source, *also_expected(window, flat)],
+                "expected_sources": [window.expected, *also_expected(window, flat)],
                 "excerpt": window.text,
             }
         )

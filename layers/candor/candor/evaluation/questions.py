@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from candor.evaluation.retrieval_metrics import document_of
+
 # What each kind of question expects of the agent.
 ANSWERABLE_KINDS = frozenset({"factual", "multi_hop", "vague"})
 KINDS = frozenset({*ANSWERABLE_KINDS, "unanswerable", "greeting", "code_request", "abusive"})
@@ -60,7 +62,7 @@ def _check(row: Any, sources: Collection[str] | None) -> list[str]:
     if kind == "multi_hop" and len(expected) < 2:
         problems.append("a multi_hop question needs at least two 'expected_sources'")
     if sources is not None:
-        missing = [s for s in expected if s not in sources]
+        missing = [s for s in expected if document_of(s) not in sources]
         if missing:
             problems.append(f"expected sources not in the corpus: {', '.join(missing)}")
     return problems
@@ -70,7 +72,8 @@ def load_questions(path: Path, *, sources: Collection[str] | None = None) -> lis
     """Read and validate the question file.
 
     `sources`, when given, are the corpus's document names: every expected source
-    must be one. Raises QuestionFileError naming the line of every problem.
+    must be one, or a page of one (`manual.pdf#page=41`). Raises QuestionFileError
+    naming the line of every problem.
     """
     try:
         lines = path.read_text(encoding="utf-8").splitlines()

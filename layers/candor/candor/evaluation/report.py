@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from candor.evaluation import gate_metrics, paired_report
+from candor.evaluation import budgets, gate_metrics, paired_report
 from candor.retrieval import STRATEGIES
 
 AGENT_ROWS = (
@@ -130,6 +130,7 @@ def to_markdown(report: Mapping[str, Any]) -> str:
     notes = comparisons(report["retrieval"])
     if notes:
         lines += ["", *(f"- {note}" for note in notes)]
+    lines += budgets.markdown(report.get("context_budgets"))
     if report.get("gate") is not None:
         lines += gate_metrics.markdown(report["gate"])
     agent = report.get("agent")

@@ -1,6 +1,9 @@
 """Document-level retrieval metrics on ranked chunk lists.
 
 A hit is a retrieved chunk whose source is an expected source; k counts chunks.
+A question about one PDF may expect a page instead: `manual.pdf#page=41` is met by
+a passage of manual.pdf that starts on page 41, or on page 40 (a passage of about
+800 characters that starts near a page's end runs onto the next).
 For a question where any expected source is enough, its rank is that of the first
 such chunk. For a multi_hop question, which needs every expected source, its rank
 is that of the chunk at which the last missing source first appears: Recall@k is 1
@@ -10,26 +13,61 @@ only when every source is in the top k, and the reciprocal rank is 1 / that rank
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Sequence
+import re
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
+from candor.types import Chunk
+
 KS = (1, 5, 10)
+PAGE_MARK = "#page="
+_PAGED = re.compile(r"(?P<source>.+)#page=(?P<page>[1-9][0-9]*)")
 
 
-def hit_rank(sources: Sequence[str], expected: Collection[str], *, all_needed: bool) -> int | None:
-    """The 1-based rank at which the ranking satisfies the question, or None if never."""
+def document_of(expected: str) -> str:
+    """The document an expected source names: `manual.pdf#page=41` -> `manual.pdf`."""
+    paged = _PAGED.fullmatch(expected)
+    return paged["source"] if paged else expected
+
+
+def places(chunk: Chunk) -> frozenset[str]:
+    """What a passage can meet: its document, and for a paged one the page it starts
+    on and the next, which it may run onto."""
+    if chunk.page is None:
+        return frozenset({chunk.source})
+    return frozenset(
+        {chunk.source, *(f"{chunk.source}{PAGE_MARK}{p}" for p in (chunk.page, chunk.page + 1))}
+    )
+
+
+def _rank(
+    ranked: Iterable[Collection[str]], expected: Collection[str], all_needed: bool
+) -> int | None:
     wanted = set(expected)
     if not wanted:
         raise ValueError("a question without expected sources has no retrieval rank")
     found: set[str] = set()
-    for rank, source in enumerate(sources, start=1):
-        if source in wanted:
+    for rank, met in enumerate(ranked, start=1):
+        matched = wanted.intersection(met)
+        if matched:
             if not all_needed:
                 return rank
-            found.add(source)
+            found |= matched
             if found == wanted:
                 return rank
     return None
+
+
+def hit_rank(sources: Sequence[str], expected: Collection[str], *, all_needed: bool) -> int | None:
+    """The 1-based rank at which the ranking satisfies the question, or None if never."""
+    return _rank(([source] for source in sources), expected, all_needed)
+
+
+def chunk_rank(
+    chunks: Sequence[Chunk], expected: Collection[str], *, all_needed: bool
+) -> int | None:
+    """hit_rank of ranked passages, where an expected source may name a page (`places`)."""
+    return _rank((places(chunk) for chunk in chunks), expected, all_needed)
 
 
 def has_all_keywords(text: str, keywords: Collection[str]) -> bool:

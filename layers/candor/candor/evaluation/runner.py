@@ -18,6 +18,7 @@ from candor.backends.sqlite_state import SqliteStateStore
 from candor.deps import Deps
 from candor.evaluation import (
     agent_metrics,
+    budgets,
     gate_metrics,
     grading,
     plain,
@@ -78,6 +79,8 @@ class EvalOptions:
     # model's call cannot be interrupted (its thread finishes in the background, the
     # next question waits for it), but every call is bounded by its max_tokens.
     timeout: float = 600.0
+    # Budgets (characters) measured besides each chat backend's default (--context-chars).
+    context_chars: tuple[int, ...] = ()
 
 
 def prepare_settings(settings: Settings, name: str) -> Settings:
@@ -209,8 +212,8 @@ def evaluate_retrieval(
                         len(prompts.shown_text(h.chunk.text, settings.passage_chars)) for h in shown
                     )
                 )
-                found[question.id] = retrieval_metrics.hit_rank(
-                    [hit.chunk.source for hit in hits],
+                found[question.id] = retrieval_metrics.chunk_rank(
+                    [hit.chunk for hit in hits],
                     question.expected_sources,
                     all_needed=question.all_sources_needed,
                 )
@@ -339,6 +342,33 @@ def shown_excerpts(trace: Trace | None, seen: dict[str, Chunk]) -> dict[str, Chu
     }
 
 
+def context_section(
+    questions: Sequence[Question],
+    settings: Settings,
+    options: EvalOptions,
+    *,
+    embedder: Embedder,
+    index: VectorIndex,
+    plain_index: SqliteVectorIndex,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Answer context at each backend's default budget and the sweep's, beside the
+    pool ceiling and `plain` (candor.evaluation.budgets)."""
+    from candor.evaluation.tokens import openai_counter
+
+    chosen = budgets.budgets_for(settings, options.context_chars)
+    measured = budgets.measure(
+        questions,
+        chosen,
+        settings=settings,
+        embedder=embedder,
+        index=index,
+        plain_index=plain_index,
+        count_tokens=openai_counter(settings.chat_model),
+        bar=options.progress,
+    )
+    return budgets.summarise(chosen, measured, settings), budgets.per_question(measured)
+
+
 def evaluate_agent(
     questions: Sequence[Question], deps: Deps, *, bar: bool, timeout: float
 ) -> list[AgentRecord]:
@@ -428,6 +458,9 @@ def run_eval(settings: Settings, options: EvalOptions) -> dict[str, Any]:
         # Per question, for the paired comparisons (candor.evaluation.question_figures).
         "retrieval_context": contexts,
     }
+    report["context_budgets"], report["context_questions"] = context_section(
+        questions, settings, options, embedder=embedder, index=index, plain_index=plain_index
+    )
     # The grounding gate needs no model: measured on every run, --retrieval-only too.
     gate = gate_metrics.evaluate_gate(
         questions, embedder=embedder, index=index, reranker=reranker, settings=settings

@@ -133,11 +133,13 @@ def _longest(chars: int) -> str:
 
 
 @lru_cache(maxsize=16)
-def _bounds(passage_chars: int, answer_max_tokens: int, site_name: str) -> dict[str, CallBound]:
+def _bounds(
+    passage_chars: int, excerpts: int, answer_max_tokens: int, site_name: str
+) -> dict[str, CallBound]:
     question = _longest(prompts.QUESTION_CHARS)
     label = _longest(prompts.LABEL_CHARS)
     hit = Hit(Chunk("x", _longest(passage_chars), "x", label, label), 0.0)
-    passages = prompts.format_passages([hit] * prompts.MAX_PASSAGES, passage_chars)
+    passages = prompts.format_passages([hit] * excerpts, passage_chars)
     longest: dict[str, tuple[list[Message], type[BaseModel] | None, int]] = {
         "triage": (prompts.triage(question), Triage, STRUCTURED_MAX_TOKENS),
         "moderation": (prompts.moderation(question), Moderation, STRUCTURED_MAX_TOKENS),
@@ -158,8 +160,10 @@ def _bounds(passage_chars: int, answer_max_tokens: int, site_name: str) -> dict[
 
 
 def call_bounds(settings: Settings) -> Mapping[str, CallBound]:
-    """The most each kind of call can consume with these settings."""
-    return _bounds(settings.passage_chars, settings.answer_max_tokens, settings.site_name)
+    """The most each kind of call can consume with these settings: a prompt shows at
+    most the settings' top_k excerpts, or the most a request may ask for."""
+    excerpts = min(max(settings.top_k, prompts.REQUEST_MAX_PASSAGES), prompts.MAX_PASSAGES)
+    return _bounds(settings.passage_chars, excerpts, settings.answer_max_tokens, settings.site_name)
 
 
 def slot_bound(slot: Slot, bounds: Mapping[str, CallBound]) -> CallBound:

@@ -43,7 +43,11 @@ from candor.types import Hit, Message
 # (with the topic a follow-up borrows), a message, a query, a passage's label.
 QUESTION_CHARS = 2_000
 LABEL_CHARS = 200
-MAX_PASSAGES = 10  # the largest top_k a request may ask for
+# The most excerpts a prompt shows: the largest top_k the settings take (a hosted
+# model's budget shows more than the 6 of the local one).
+MAX_PASSAGES = 20
+# The most passages one request may ask for (AskRequest.top_k), whatever the settings say.
+REQUEST_MAX_PASSAGES = 10
 MAX_TRIED = 5  # the most retrieval attempts the settings allow
 CUT = " ..."  # marks text cut at its limit
 

@@ -12,7 +12,7 @@ over "1.2 Options"): the probe then starts a few words later.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from candor.types import PAGE_KEY, Chunk
 
@@ -41,6 +41,18 @@ def with_pages(chunks: Sequence[Chunk], pages: Sequence[str]) -> list[Chunk]:
             Chunk(chunk.id, chunk.text, chunk.source, chunk.title, chunk.heading, metadata)
         )
     return placed
+
+
+def page_finder(pages: Sequence[str]) -> Callable[[str], int | None]:
+    """A function giving the 1-based page on which a text of the document starts
+    (None when its words are not found on the pages)."""
+    text, starts = _flatten(pages)
+
+    def page_of(found: str) -> int | None:
+        at = _find(found.split(), text, 0)
+        return None if at is None else bisect.bisect_right(starts, at)
+
+    return page_of
 
 
 def _flatten(pages: Sequence[str]) -> tuple[str, list[int]]:
