@@ -7,6 +7,12 @@ STAMP := $(VENV)/.candor-installed
 CORPUS := .candor/corpus/git-doc
 TEST_PDF := .candor/test-pdf/debian-reference.en.pdf
 VALIDATION_CORPUS := .candor/corpus/sqlite-doc
+# The suite's three more manuals of other kinds (data/eval/suite/README.md): Sphinx
+# HTML, man pages as plain text, one PDF. Measured, never tuned on.
+FLASK_CORPUS := .candor/corpus/flask-doc
+MANPAGES_CORPUS := .candor/corpus/manpages
+DEBREF_CORPUS := .candor/corpus/debian-reference
+SUITE := data/eval/suite
 # The evaluation sets and their corpus recipes, copied from the workplace's shared
 # folder (../shared/eval) so that a clone anywhere can fetch its corpora and run its
 # tests; tests/unit/test_eval_sets.py fails when the two copies part.
@@ -32,6 +38,7 @@ LLAMA_WHEELS := $(HOME)/.cache/candor/wheels/llama-cpp-python-$(LLAMA_VERSION)-$
 
 .PHONY: install demo serve test lint typecheck unit corpus validation-corpus test-pdf bench \
 	eval eval-dev eval-validation eval-generated generated-questions clean dynamodb-local stress \
+	suite-corpora eval-suite eval-budgets suite-generated-questions \
 	sam build validate invoke browser-deps
 
 # The AWS SAM CLI lives in a virtualenv of its own (its pins clash with the project's).
@@ -99,6 +106,18 @@ validation-corpus: $(VALIDATION_CORPUS)/cli.html
 $(VALIDATION_CORPUS)/cli.html:
 	bash $(EVAL_SETS)/fetch-sqlite-doc.sh $(VALIDATION_CORPUS)
 
+suite-corpora: $(FLASK_CORPUS)/config.html $(MANPAGES_CORPUS)/tcp.7.txt \
+	$(DEBREF_CORPUS)/debian-reference.en.pdf
+
+$(FLASK_CORPUS)/config.html:
+	bash $(EVAL_SETS)/fetch-flask-doc.sh $(FLASK_CORPUS)
+
+$(MANPAGES_CORPUS)/tcp.7.txt:
+	bash $(EVAL_SETS)/fetch-manpages.sh $(MANPAGES_CORPUS)
+
+$(DEBREF_CORPUS)/debian-reference.en.pdf:
+	bash $(EVAL_SETS)/fetch-debian-reference.sh $(DEBREF_CORPUS)
+
 unit: install
 	$(BIN)/pytest -m "not slow"
 
@@ -112,11 +131,14 @@ dynamodb-local:
 browser-deps:
 	bash scripts/browser-deps.sh
 
-test: install corpus validation-corpus test-pdf dynamodb-local browser-deps lint typecheck build
+test: install corpus validation-corpus suite-corpora test-pdf dynamodb-local browser-deps lint \
+		typecheck build
 	CANDOR_REQUIRE_DYNAMODB_LOCAL=1 CANDOR_REQUIRE_LOCAL_MODELS=1 CANDOR_REQUIRE_BROWSER=1 \
 		CANDOR_REQUIRE_NETWORK_NAMESPACE=1 \
 		CANDOR_TEST_CORPUS=$(CORPUS) CANDOR_TEST_PDF=$(TEST_PDF) \
-		CANDOR_TEST_VALIDATION_CORPUS=$(VALIDATION_CORPUS) $(BIN)/pytest
+		CANDOR_TEST_VALIDATION_CORPUS=$(VALIDATION_CORPUS) \
+		CANDOR_TEST_FLASK_CORPUS=$(FLASK_CORPUS) CANDOR_TEST_MANPAGES_CORPUS=$(MANPAGES_CORPUS) \
+		CANDOR_TEST_DEBIAN_REFERENCE_CORPUS=$(DEBREF_CORPUS) $(BIN)/pytest
 
 sam: $(SAM)
 
@@ -166,9 +188,36 @@ bench: install corpus
 # pairs two releases). Each index (.candor/indexes/eval-<hash of the corpus>)
 # is built once and reused. Each run's traces stay in its state.sqlite3, and its
 # insights.md is the owner's report on them.
-eval: eval-dev eval-validation eval-generated
-	$(BIN)/candor compare eval-out/dev eval-out/validation eval-out/dev-generated \
+eval: eval-dev eval-validation eval-suite eval-generated eval-budgets
+	$(BIN)/candor compare eval-out/dev eval-out/validation eval-out/flask-doc \
+		eval-out/manpages eval-out/debian-reference eval-out/dev-generated \
 		eval-out/validation-generated --out eval-out/report.md
+
+# The suite's three other manuals through the whole graph, as eval-dev and
+# eval-validation (data/eval/suite: 22 answerable and 4 unanswerable questions each).
+SUITE_SETS := flask-doc:$(FLASK_CORPUS) manpages:$(MANPAGES_CORPUS) \
+	debian-reference:$(DEBREF_CORPUS)
+
+eval-suite: install suite-corpora
+	for set in $(SUITE_SETS); do \
+		name=$${set%%:*}; corpus=$${set#*:}; \
+		$(BIN)/candor eval --corpus $$corpus --questions $(SUITE)/$$name-questions.jsonl \
+			--out eval-out/$$name || exit 1; \
+	done
+
+# Answer context at each budget on every hand-written set (retrieval and packing
+# only, no chat model): the sweep docs/quality.md "Context budgets" reports.
+BUDGETS := 1800,3600,6000,9000
+
+eval-budgets: install corpus validation-corpus suite-corpora
+	for set in git-doc:$(CORPUS):$(EVAL_SETS) sqlite-doc:$(VALIDATION_CORPUS):$(EVAL_SETS) \
+			flask-doc:$(FLASK_CORPUS):$(SUITE) manpages:$(MANPAGES_CORPUS):$(SUITE) \
+			debian-reference:$(DEBREF_CORPUS):$(SUITE); do \
+		IFS=: read name corpus folder <<< "$$set"; \
+		$(BIN)/candor eval --retrieval-only --strategies hybrid --context-chars $(BUDGETS) \
+			--corpus $$corpus --questions $$folder/$$name-questions.jsonl \
+			--out eval-out/budgets-$$name || exit 1; \
+	done
 
 eval-dev: install corpus
 	$(BIN)/candor eval --corpus $(CORPUS) --questions $(EVAL_SETS)/git-doc-questions.jsonl \
@@ -198,6 +247,16 @@ eval-generated: install corpus validation-corpus
 # cores); the same model, seed and code write the same questions.
 generated-questions: install corpus validation-corpus
 	for set in git-doc:$(CORPUS) sqlite-doc:$(VALIDATION_CORPUS); do \
+		name=$${set%%:*}; corpus=$${set#*:}; \
+		$(BIN)/candor eval --generate $(GENERATE_N) --seed $(GENERATE_SEED) --retrieval-only \
+			--corpus $$corpus --out eval-out/$$name-generate || exit 1; \
+		cp eval-out/$$name-generate/generated-questions.jsonl $(GENERATED)/$$name-questions.jsonl; \
+		cp eval-out/$$name-generate/generated-questions.json $(GENERATED)/$$name-questions.json; \
+	done
+
+# The same for the suite's three other manuals (the PDF's questions expect pages).
+suite-generated-questions: install suite-corpora
+	for set in $(SUITE_SETS); do \
 		name=$${set%%:*}; corpus=$${set#*:}; \
 		$(BIN)/candor eval --generate $(GENERATE_N) --seed $(GENERATE_SEED) --retrieval-only \
 			--corpus $$corpus --out eval-out/$$name-generate || exit 1; \
