@@ -448,8 +448,15 @@ def test_a_warning_then_an_ended_session_that_stays_ended_after_a_reload(
     expect(ended.locator(".tag")).to_have_text("This conversation has ended.")
     expect(widget.input).to_be_disabled()
 
-    # The session lives in sessionStorage: after a reload the server still refuses it.
+    # The conversation is kept in sessionStorage: after a reload it shows as ended.
     session = widget.session()
+    page.reload()
+    widget.open()
+    expect(widget.reply.locator(".tag")).to_have_text("This conversation has ended.")
+    expect(widget.input).to_be_disabled()
+    # And the server refuses the session itself: a widget that forgot what it showed
+    # (its stored conversation gone, the session id kept) is told so again.
+    page.evaluate("key => sessionStorage.removeItem(key)", f"candor-log {stack.api}")
     page.reload()
     widget.open()
     refused = widget.ask("Hello?")

@@ -5,7 +5,10 @@
  * No framework and no build step. Optional attributes: data-title, data-greeting,
  * data-accent (a CSS colour), data-position (right | left), data-lang (en | fr),
  * data-strings (JSON that overrides any entry of the strings table below), data-open
- * (open at load). CSS custom properties on the page reach into the widget too:
+ * (open at load), data-theme (light | dark; unset: the visitor's system setting),
+ * data-suggestions (a JSON array of up to four starter questions; unset: the server's).
+ * The conversation is kept in sessionStorage, so it is still there after a page load.
+ * CSS custom properties on the page reach into the widget too:
  * candor-widget { --candor-accent: #7b1fa2; --candor-accent-text: #fff; --candor-font: serif }.
  *
  * Everything the API sends (answers, titles, quotes, sources) is untrusted: it is
@@ -59,6 +62,20 @@
       refused: "This site may not use the assistant.",
       retry: "Try again",
       reply: "New reply: {text}",
+      starters: "Suggested questions",
+      newChat: "New conversation",
+      person: "Ask a person",
+      handoffAll: "This conversation goes to the site's team with your message.",
+      handoffWindow:
+        "The last {minutes} minutes of this conversation go to the site's team with your message.",
+      email: "Your e-mail address",
+      message: "Your message",
+      sendPerson: "Send to the team",
+      cancel: "Cancel",
+      sent: "Sent. The site's team will reply to {email}.",
+      personLimited: "You have asked for a person several times already. Please try again later.",
+      badEmail: "Please check your e-mail address.",
+      notSent: "Your message could not be sent. Please try again.",
     },
     fr: {
       launcher: "Poser une question",
@@ -104,6 +121,21 @@
       refused: "Ce site n'est pas autorisé à utiliser l'assistant.",
       retry: "Réessayer",
       reply: "Nouvelle réponse : {text}",
+      starters: "Questions suggérées",
+      newChat: "Nouvelle conversation",
+      person: "Contacter une personne",
+      handoffAll: "Cette conversation est transmise à l'équipe du site avec votre message.",
+      handoffWindow:
+        "Les {minutes} dernières minutes de cette conversation sont transmises à l'équipe du site " +
+        "avec votre message.",
+      email: "Votre adresse e-mail",
+      message: "Votre message",
+      sendPerson: "Envoyer à l'équipe",
+      cancel: "Annuler",
+      sent: "Envoyé. L'équipe du site vous répondra à {email}.",
+      personLimited: "Vous avez déjà demandé une personne plusieurs fois. Réessayez plus tard.",
+      badEmail: "Vérifiez votre adresse e-mail.",
+      notSent: "Votre message n'a pas pu être envoyé. Veuillez réessayer.",
     },
   };
 
@@ -117,27 +149,39 @@
   };
   const REASONS = ["wrong", "not_found", "incomplete", "other"];
   const DEFAULT_RETRY_SECONDS = 10;
+  // What the panel keeps for the next page: the last entries, within about 60,000
+  // characters (sessionStorage holds a few megabytes per site, shared with the page).
+  const MAX_SAVED = 40;
+  const MAX_SAVED_CHARS = 60000;
 
+  // The dark palette, where the page or the visitor's system asks for it (data-theme).
+  const DARK = "--bg: #202124; --fg: #e8eaed; --muted: #bdc1c6; --line: #9aa0a6; --soft: #303134; " +
+    "--sep: #5f6368; --code: #3c4043; --link: #a8c7fa; --warn: #3d2e12; --warn-line: #fdd663; " +
+    "--err: #41201e; --err-line: #f28b82;";
   const CSS = `
 :host { all: initial; --accent: var(--candor-accent, #0b57d0); --on-accent: var(--candor-accent-text, #fff);
-  font: 15px/1.45 var(--candor-font, system-ui, -apple-system, "Segoe UI", Roboto, sans-serif); color: #1f1f1f; }
+  --bg: #fff; --fg: #1f1f1f; --muted: #474747; --line: #747775; --soft: #f1f3f4; --sep: #dadce0; --code: #e3e6e8;
+  --link: #0842a0; --warn: #fff4e5; --warn-line: #b45309; --err: #fdecea; --err-line: #b3261e;
+  font: 15px/1.45 var(--candor-font, system-ui, -apple-system, "Segoe UI", Roboto, sans-serif); color: var(--fg); }
+@media (prefers-color-scheme: dark) { :host(:not([data-theme=light])) { ${DARK} } }
+:host([data-theme=dark]) { ${DARK} }
 * { box-sizing: border-box; }
 [hidden] { display: none !important; }
 .sr { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
-button, textarea { font: inherit; }
+button, textarea, input { font: inherit; color: inherit; }
 :focus-visible { outline: 3px solid var(--accent); outline-offset: 2px; }
 .launcher { position: fixed; bottom: 20px; right: 20px; z-index: 2147483000; display: flex; align-items: center; gap: 8px;
   padding: 12px 18px; border: 0; border-radius: 999px; background: var(--accent); color: var(--on-accent);
   box-shadow: 0 4px 14px rgba(0,0,0,.25); cursor: pointer; font-weight: 600; }
-.launcher:focus-visible { outline-color: #1f1f1f; }
+.launcher:focus-visible { outline-color: var(--fg); }
 .left .launcher, .left .panel { right: auto; left: 20px; }
 .panel { position: fixed; bottom: 84px; right: 20px; z-index: 2147483001; width: min(380px, calc(100vw - 24px));
-  height: min(560px, calc(100vh - 108px)); display: flex; flex-direction: column; background: #fff;
+  height: min(560px, calc(100vh - 108px)); display: flex; flex-direction: column; background: var(--bg);
   border-radius: 14px; box-shadow: 0 10px 40px rgba(0,0,0,.3); overflow: hidden; animation: rise .18s ease-out; }
 @keyframes rise { from { opacity: 0; transform: translateY(12px); } }
-header { display: flex; align-items: center; justify-content: space-between; padding: 12px 14px;
+header { display: flex; align-items: center; gap: 4px; padding: 12px 14px;
   background: var(--accent); color: var(--on-accent); }
-h2 { margin: 0; font-size: 16px; }
+h2 { margin: 0 auto 0 0; font-size: 16px; }
 .close { border: 0; background: transparent; color: inherit; line-height: 0; padding: 6px;
   border-radius: 6px; cursor: pointer; }
 .close svg { width: 20px; height: 20px; fill: currentColor; }
@@ -145,35 +189,46 @@ h2 { margin: 0; font-size: 16px; }
 .log { flex: 1; overflow-y: auto; padding: 14px; display: flex; flex-direction: column; gap: 10px; }
 .msg { max-width: 88%; padding: 9px 12px; border-radius: 12px; white-space: pre-wrap; overflow-wrap: anywhere; }
 .user { align-self: flex-end; background: var(--accent); color: var(--on-accent); }
-.bot { align-self: flex-start; background: #f1f3f4; }
-.warned { background: #fff4e5; border: 1px solid #b45309; }
-.ended, .error { background: #fdecea; border: 1px solid #b3261e; }
+.bot { align-self: flex-start; background: var(--soft); }
+.warned { background: var(--warn); border: 1px solid var(--warn-line); }
+.ended, .error { background: var(--err); border: 1px solid var(--err-line); }
 .tag { display: block; font-weight: 700; font-size: 13px; }
-.status { color: #474747; font-style: italic; }
+.status { color: var(--muted); font-style: italic; }
 .status::after { content: ""; animation: dots 1.2s steps(4) infinite; }
 @keyframes dots { 0% { content: ""; } 25% { content: "."; } 50% { content: ".."; } 75% { content: "..."; } }
 .sources { margin: 8px 0 0; padding: 0; list-style: none; display: flex; flex-wrap: wrap; gap: 6px; white-space: normal; }
-.chip { display: inline-block; max-width: 100%; padding: 3px 9px; border: 1px solid #747775; border-radius: 10px;
-  background: #fff; color: #1f1f1f; font-size: 13px; text-decoration: none; }
-a.chip { color: #0842a0; border-color: #0842a0; }
+.chip { display: inline-block; max-width: 100%; padding: 3px 9px; border: 1px solid var(--line); border-radius: 10px;
+  background: var(--bg); color: var(--fg); font-size: 13px; text-decoration: none; }
+a.chip { color: var(--link); border-color: var(--link); }
 a.chip:hover { text-decoration: underline; }
 .quote { display: -webkit-box; -webkit-box-orient: vertical; -webkit-line-clamp: 4; overflow: hidden;
-  color: #474747; font-size: 12px; }
+  color: var(--muted); font-size: 12px; }
 .num { font-weight: 700; margin-right: 4px; }
 .answer code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 0.92em;
-  background: #e3e6e8; padding: 0 3px; border-radius: 4px; }
-.row { display: flex; gap: 6px; align-items: center; margin-top: 8px; white-space: normal; }
-.small { font-size: 13px; color: #474747; }
-.btn { border: 1px solid #747775; background: #fff; color: #1f1f1f; border-radius: 8px; padding: 4px 10px; cursor: pointer; }
+  background: var(--code); padding: 0 3px; border-radius: 4px; }
+.row { display: flex; flex-wrap: wrap; gap: 6px; align-items: center; margin-top: 8px; white-space: normal; }
+.small { font-size: 13px; color: var(--muted); }
+.btn { border: 1px solid var(--line); background: var(--bg); color: var(--fg); border-radius: 8px; padding: 4px 10px; cursor: pointer; }
 .btn[aria-pressed="true"] { background: var(--accent); color: var(--on-accent); border-color: var(--accent); }
 .btn svg { width: 16px; height: 16px; vertical-align: -3px; fill: currentColor; }
+.starters { display: flex; flex-direction: column; align-items: flex-start; gap: 6px; }
+.starters .btn { text-align: left; border-radius: 12px; }
+.link { border: 0; background: none; padding: 2px 10px 8px; color: var(--link); text-decoration: underline;
+  cursor: pointer; font-size: 13px; align-self: flex-start; }
+.new { border: 1px solid currentColor; background: transparent; color: inherit; border-radius: 8px; padding: 3px 8px;
+  font-size: 13px; cursor: pointer; }
+.new:focus-visible { outline-color: var(--on-accent); }
 fieldset { border: 0; margin: 8px 0 0; padding: 0; white-space: normal; }
 legend { font-size: 13px; font-weight: 600; padding: 0; }
 label.opt { display: block; font-size: 13px; }
-.why textarea { width: 100%; margin-top: 4px; min-height: 48px; }
-form.ask { display: flex; gap: 8px; padding: 10px; border-top: 1px solid #dadce0; }
-form.ask textarea { flex: 1; resize: none; height: 44px; padding: 10px; border: 1px solid #747775; border-radius: 10px; }
-textarea:disabled { background: #f1f3f4; }
+.why textarea, .person textarea, .person input { width: 100%; margin-top: 4px; min-height: 48px;
+  border: 1px solid var(--line); border-radius: 8px; padding: 6px; background: var(--bg); }
+.person input { min-height: 0; }
+.person label { display: block; margin-top: 6px; font-size: 13px; }
+form.ask { display: flex; gap: 8px; padding: 10px; border-top: 1px solid var(--sep); }
+form.ask textarea { flex: 1; resize: none; height: 44px; padding: 10px; border: 1px solid var(--line); border-radius: 10px;
+  background: var(--bg); }
+textarea:disabled { background: var(--soft); }
 .send { border: 0; border-radius: 10px; padding: 0 16px; background: var(--accent); color: var(--on-accent);
   font-weight: 600; cursor: pointer; }
 .send:disabled { opacity: .6; cursor: default; }
@@ -264,9 +319,44 @@ textarea:disabled { background: #f1f3f4; }
 
   let session = storedSession();
 
+  // The conversation as shown: questions, replies with their sources and ratings,
+  // and notes, restored when the visitor opens another page of the site.
+  const logKey = "candor-log " + api;
+  let saved = loadLog();
+
+  function loadLog() {
+    try {
+      const value = JSON.parse(sessionStorage.getItem(logKey));
+      return Array.isArray(value) ? value : [];
+    } catch (error) {
+      return [];
+    }
+  }
+
+  function saveLog() {
+    while (saved.length > MAX_SAVED ||
+      (saved.length > 2 && JSON.stringify(saved).length > MAX_SAVED_CHARS)) saved.shift();
+    try {
+      if (saved.length) sessionStorage.setItem(logKey, JSON.stringify(saved));
+      else sessionStorage.removeItem(logKey);
+    } catch (error) {
+      /* storage refused or full: this page still shows it */
+    }
+  }
+
+  function ownSuggestions() {
+    try {
+      const list = JSON.parse(data.suggestions || "null");
+      return Array.isArray(list) ? list.map(String) : null;
+    } catch (error) {
+      return null;
+    }
+  }
+
   // The widget's own element; its shadow root keeps the page's styles out and ours in.
   const host = document.createElement("candor-widget");
   if (data.accent) host.style.setProperty("--candor-accent", data.accent);
+  if (data.theme === "dark" || data.theme === "light") host.dataset.theme = data.theme;
   const root = host.attachShadow({ mode: "open" });
   if (root.adoptedStyleSheets !== undefined && window.CSSStyleSheet) {
     const sheet = new CSSStyleSheet();
@@ -282,6 +372,8 @@ textarea:disabled { background: #f1f3f4; }
   const titleEl = el("h2", { id: "candor-title" }, [text.title]);
   const closeButton = el("button", { class: "close", type: "button", "aria-label": text.close },
     [icon(CROSS)]);
+  const newButton = el("button", { class: "new", type: "button" }, [text.newChat]);
+  const personLink = el("button", { class: "link", type: "button", hidden: "" }, [text.person]);
   const log = el("div", { class: "log" });
   const input = el("textarea", { id: "candor-input", rows: "1", maxlength: "1000",
     placeholder: text.placeholder, autocomplete: "off" });
@@ -291,16 +383,20 @@ textarea:disabled { background: #f1f3f4; }
   ]);
   const panel = el("div", { id: "candor-panel", class: "panel", role: "dialog",
     "aria-labelledby": "candor-title", hidden: "" }, [
-    el("header", {}, [titleEl, closeButton]), log, form,
+    el("header", {}, [titleEl, newButton, closeButton]), log, form, personLink,
   ]);
   const frame = el("div", { class: data.position === "left" ? "left" : "right" },
     [launcher, panel, announcer]);
   root.append(frame);
-  log.append(botBubble([text.greeting]));
 
   let returnFocus = null;
   let busy = false;
   let ended = false;
+  let lastQuestion = "";
+  let starters = null;
+  let personForm = null;
+  // What the server offers (GET /widget/config), asked once the panel first opens.
+  let config = { suggestions: [], handoff: {} };
 
   function open() {
     returnFocus = root.activeElement || document.activeElement;
@@ -310,7 +406,57 @@ textarea:disabled { background: #f1f3f4; }
     if (!warmChecked) {
       warmChecked = true;
       watchWarmup(null);
+      loadConfig();
     }
+  }
+
+  async function loadConfig() {
+    try {
+      const response = await fetch(api + "/widget/config", { credentials: "omit" });
+      if (response.ok) config = await response.json();
+    } catch (error) {
+      /* no starters and no hand-off: the chat itself still works */
+    }
+    config.suggestions = ownSuggestions() || config.suggestions || [];
+    config.handoff = config.handoff || {};
+    showStarters();
+    if (config.handoff.enabled) {
+      personLink.hidden = false;
+      log.querySelectorAll("[data-decision=declined]").forEach(offerPerson);
+    }
+  }
+
+  // Up to four questions to start with, while nothing has been asked.
+  function showStarters() {
+    if (starters) starters.remove();
+    starters = null;
+    const list = (config.suggestions || []).slice(0, 4);
+    if (saved.length || !list.length) return;
+    starters = el("div", { class: "starters", role: "group", "aria-label": text.starters },
+      list.map((question) => {
+        const button = el("button", { class: "btn", type: "button" }, [question]);
+        button.addEventListener("click", () => {
+          if (!busy && !ended) ask(question);
+        });
+        return button;
+      }));
+    log.append(starters);
+  }
+
+  function restart() {
+    if (busy) return;
+    storeSession(null);
+    saved = [];
+    saveLog();
+    personForm = null;
+    log.replaceChildren(botBubble([text.greeting]));
+    ended = false;
+    input.disabled = false;
+    sendButton.disabled = false;
+    lastQuestion = "";
+    showStarters();
+    input.focus();
+    announce(text.newChat);
   }
 
   // A server that has just started loads its models first; GET /health says
@@ -349,6 +495,8 @@ textarea:disabled { background: #f1f3f4; }
 
   launcher.addEventListener("click", () => (panel.hidden ? open() : close()));
   closeButton.addEventListener("click", close);
+  newButton.addEventListener("click", restart);
+  personLink.addEventListener("click", () => openPerson(lastQuestion));
   panel.addEventListener("keydown", (event) => {
     if (event.key === "Escape") {
       event.preventDefault();
@@ -396,7 +544,7 @@ textarea:disabled { background: #f1f3f4; }
   }
 
   // One bot reply: a status line while it works, the answer text, then what follows it.
-  function newReply() {
+  function newReply(question) {
     const status = el("span", { class: "status" }, [text.thinking]);
     const body = el("span", { class: "answer" });
     const bubble = botBubble([status, body]);
@@ -404,6 +552,7 @@ textarea:disabled { background: #f1f3f4; }
     scrollDown();
     const reply = {
       bubble,
+      question,
       streamed: "", // the answer's text so far, as the `token` events brought it
       status: (key) => {
         status.hidden = !key;
@@ -423,10 +572,16 @@ textarea:disabled { background: #f1f3f4; }
     return reply;
   }
 
-  async function ask(question) {
+  function userBubble(question) {
     log.append(el("div", { class: "msg user" }, [el("span", { class: "sr" }, [text.you + " "]),
       question]));
-    const reply = newReply();
+  }
+
+  async function ask(question) {
+    if (starters) starters.remove();
+    lastQuestion = question;
+    userBubble(question);
+    const reply = newReply(question);
     setBusy(true);
     try {
       await run(question, reply, true);
@@ -552,8 +707,9 @@ textarea:disabled { background: #f1f3f4; }
     });
   }
 
-  function finish(reply, result) {
-    storeSession(result.session_id || session);
+  // A reply in full; `restoring` when it comes from sessionStorage, not the server.
+  function finish(reply, result, restoring) {
+    if (!restoring) storeSession(result.session_id || session);
     reply.status(null);
     // The final text replaces what streamed: a decline replaces a started answer.
     showAnswer(reply.body, String(result.answer || ""));
@@ -568,13 +724,95 @@ textarea:disabled { background: #f1f3f4; }
     const citations = decision === "answered" && Array.isArray(result.citations)
       ? result.citations : [];
     if (citations.length) reply.bubble.append(sources(citations));
+    const entry = restoring ? result : {
+      k: "b", answer: String(result.answer || ""), decision, trace_id: result.trace_id,
+      session_id: result.session_id || session, score: result.score || 0,
+      citations: citations.map((c) => ({ title: c.title, source: c.source, url: c.url,
+        page: c.page, quote: String(c.quote || c.snippet || "").slice(0, 400) })),
+    };
     if (result.trace_id && (decision === "answered" || decision === "declined")) {
       // Only the session that received an answer may rate it: keep that one, not the
       // current one, which a renewal (401) may since have replaced.
-      reply.bubble.append(feedback(result.trace_id, result.session_id || session));
+      reply.bubble.append(feedback(entry));
     }
-    announce(t("reply", { text: reply.body.textContent }));
+    if (decision === "declined") offerPerson(reply.bubble);
+    if (!restoring) {
+      saved.push({ k: "u", t: reply.question }, entry);
+      saveLog();
+      announce(t("reply", { text: reply.body.textContent }));
+    }
     scrollDown();
+  }
+
+  // After a decline: a button that opens the hand-off form, where the site takes them.
+  function offerPerson(bubble) {
+    if (!config.handoff.enabled || bubble.querySelector(".person-offer")) return;
+    const button = el("button", { class: "btn person-offer", type: "button" }, [text.person]);
+    button.addEventListener("click", () => openPerson(lastQuestion));
+    bubble.append(el("div", { class: "row" }, [button]));
+  }
+
+  function openPerson(prefill) {
+    if (personForm) {
+      personForm.querySelector("input").focus();
+      return;
+    }
+    const handoff = config.handoff;
+    const email = el("input", { id: "candor-email", type: "email", required: "",
+      autocomplete: "email", maxlength: "254" });
+    const message = el("textarea", { id: "candor-message", required: "", maxlength: "2000",
+      rows: "3" });
+    message.value = prefill || "";
+    const note = el("p", { class: "small", role: "status" });
+    const send = el("button", { class: "btn", type: "submit" }, [text.sendPerson]);
+    const cancel = el("button", { class: "btn", type: "button" }, [text.cancel]);
+    const formEl = el("form", { class: "msg bot person", "aria-labelledby": "candor-person" }, [
+      el("strong", { id: "candor-person" }, [text.person]),
+      el("p", { class: "small" }, [handoff.transcript === "window"
+        ? t("handoffWindow", { minutes: handoff.window_minutes }) : text.handoffAll]),
+      el("label", { for: "candor-email" }, [text.email]), email,
+      el("label", { for: "candor-message" }, [text.message]), message,
+      note, el("div", { class: "row" }, [send, cancel]),
+    ]);
+    personForm = formEl;
+    const done = () => {
+      formEl.remove();
+      personForm = null;
+      input.focus();
+    };
+    cancel.addEventListener("click", done);
+    formEl.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      send.disabled = true;
+      const body = { email: email.value.trim(), message: message.value.trim() };
+      if (session) body.session_id = session;
+      let key = "notSent";
+      try {
+        const response = await post("/handoff", body);
+        const result = await response.json().catch(() => ({}));
+        if (response.ok) {
+          storeSession(result.session_id || session);
+          const sent = t("sent", { email: body.email });
+          done();
+          log.append(botBubble([sent]));
+          saved.push({ k: "n", t: sent });
+          saveLog();
+          announce(sent);
+          scrollDown();
+          return;
+        }
+        if (response.status === 429) key = "personLimited";
+        else if (response.status === 422) key = "badEmail";
+        else if (result.reason === "session_ended") key = "ended";
+      } catch (error) {
+        /* the network: notSent */
+      }
+      send.disabled = false;
+      note.textContent = text[key];
+    });
+    log.append(formEl);
+    scrollDown();
+    email.focus();
   }
 
   function sources(citations) {
@@ -597,7 +835,9 @@ textarea:disabled { background: #f1f3f4; }
     return list;
   }
 
-  function feedback(traceId, sessionId) {
+  function feedback(entry) {
+    const traceId = entry.trace_id;
+    const sessionId = entry.session_id;
     const note = el("span", { class: "small", role: "status" });
     const up = el("button", { class: "btn", type: "button", "aria-pressed": "false",
       "aria-label": text.helpful }, [icon(THUMB)]);
@@ -618,15 +858,22 @@ textarea:disabled { background: #f1f3f4; }
         [el("span", { class: "small", "aria-hidden": "true" }, [text.feedback]), up, down, note]),
       why,
     ]);
-    const rate = async (score, reason, remark) => {
+    const pressed = (score) => {
       up.setAttribute("aria-pressed", String(score === 1));
       down.setAttribute("aria-pressed", String(score === -1));
+    };
+    const rate = async (score, reason, remark) => {
+      pressed(score);
       const body = { trace_id: traceId, session_id: sessionId, score };
       if (reason) body.reason = reason;
       if (remark) body.comment = remark;
       try {
         const response = await post("/feedback", body);
         note.textContent = response.ok ? text.thanks : text.feedbackFailed;
+        if (response.ok) {
+          entry.score = score;
+          saveLog();
+        }
       } catch (error) {
         note.textContent = text.feedbackFailed;
       }
@@ -649,6 +896,10 @@ textarea:disabled { background: #f1f3f4; }
       rate(-1, chosen ? chosen.value : null, comment.value.trim());
       down.focus();
     });
+    if (entry.score) {
+      pressed(entry.score);
+      note.textContent = text.thanks;
+    }
     return bar;
   }
 
@@ -690,6 +941,14 @@ textarea:disabled { background: #f1f3f4; }
     scrollDown();
   }
 
+  log.append(botBubble([text.greeting]));
+  for (const entry of saved) {
+    if (entry.k === "u") {
+      userBubble(String(entry.t));
+      lastQuestion = String(entry.t);
+    } else if (entry.k === "n") log.append(botBubble([String(entry.t)]));
+    else finish(newReply(lastQuestion), entry, true);
+  }
   (document.body || document.documentElement).append(host);
   if (data.open !== undefined) open();
 })();
