@@ -20,6 +20,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from candor.api.app import create_app
+from candor.api.handoff import Handoffs
+from candor.backends.dynamodb_handoffs import DynamoDBHandoffStore
 from candor.backends.dynamodb_state import DynamoDBStateStore
 from candor.backends.hashing_embedder import HashingEmbedder
 from candor.backends.sqlite_index import SqliteVectorIndex
@@ -55,7 +57,10 @@ def recorder(table: tuple[Any, str]) -> DynamoDBCalls:
 
 
 def ask_as_visitors_do(
-    settings: Settings, index: SqliteVectorIndex, store: DynamoDBStateStore
+    settings: Settings,
+    index: SqliteVectorIndex,
+    store: DynamoDBStateStore,
+    handoffs: DynamoDBHandoffStore,
 ) -> list[int]:
     """Each path of the ask function that touches the table; the statuses it answered."""
     chat = ScriptedChatModel(
@@ -70,8 +75,13 @@ def ask_as_visitors_do(
         Deps(settings, chat, HashingEmbedder(), index, None, store),
         cache_enabled=True,
         rate_address_limit=8,
+        # Hand-offs on: the ask function stores each and queues it (the queue is the
+        # hand-off function's, and no part of this grant).
+        handoff_webhook_url="https://hooks.example.com/candor",
     )
-    http: TestClient = browser(create_app(lambda: deps))
+    app = create_app(lambda: deps)
+    app.state.handoffs_provider = lambda: Handoffs(handoffs, Queued())
+    http: TestClient = browser(app)
     statuses = []
 
     def ask(question: str, session: str | None = None) -> dict[str, Any]:
@@ -93,7 +103,17 @@ def ask_as_visitors_do(
         "/feedback",
         json={"trace_id": first["trace_id"], "session_id": first["session_id"], "score": 1},
     )
+    statuses.append(http.get("/widget/config").status_code)
+    handoff = {"session_id": first["session_id"], "email": "v@example.org", "message": "Help?"}
+    statuses.append(http.post("/handoff", json=handoff).status_code)  # stored, then queued
     return statuses
+
+
+class Queued:
+    """The ask function's forwarder on AWS puts the id on SQS: no table call of its own."""
+
+    async def dispatch(self, handoff_id: str) -> None:
+        pass
 
 
 def use_the_store_as_the_ingest_function_does(store: DynamoDBStateStore) -> None:
@@ -114,11 +134,12 @@ def test_the_ask_functions_table_grant_is_scoped_by_key_prefix(
     client, name = table
     store = DynamoDBStateStore(name, client=client)
     statements = policy_statements("AskFunction")
-    statuses = ask_as_visitors_do(settings, index, store)
+    handoffs = DynamoDBHandoffStore(name, client=client)
+    statuses = ask_as_visitors_do(settings, index, store, handoffs)
     made, recorder.calls = recorder.calls, []
 
     # Then each call it makes is allowed, so the scoped grant breaks nothing
-    assert {200, 403, 429} <= set(statuses)
+    assert {200, 202, 403, 429} <= set(statuses)
     assert {action for action, _ in made} == {"dynamodb:GetItem", "dynamodb:UpdateItem"}
     assert {key.split("#", 1)[0] for _, key in made if key} >= {
         "session",
@@ -129,6 +150,7 @@ def test_the_ask_functions_table_grant_is_scoped_by_key_prefix(
         "verdict",
         "corpus",
         "trace",
+        "handoff",
     }
     refused = [(action, key) for action, key in made if not allowed(statements, action, key)]
     assert refused == []

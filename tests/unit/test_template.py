@@ -315,6 +315,9 @@ def test_every_route_the_widget_and_owners_need_is_wired() -> None:
         ("OPTIONS", "/feedback"),
         ("POST", "/server/ask"),
         ("POST", "/server/ask/stream"),
+        ("POST", "/handoff"),
+        ("OPTIONS", "/handoff"),
+        ("GET", "/widget/config"),
     }
     assert function_routes("FeedbackFunction") == [("OPTIONS", "/feedback"), ("POST", "/feedback")]
 

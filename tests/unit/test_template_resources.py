@@ -103,6 +103,39 @@ def test_the_feedback_function_may_touch_only_rate_windows_session_status_and_tr
     assert not [name for name in names if "OPENAI" in name or "PINECONE" in name]
 
 
+def test_the_handoff_function_may_touch_only_handoff_records_and_send_as_the_owner() -> None:
+    statements = policy_statements("HandoffFunction")
+    (table,) = [s for s in statements if s.get("Resource") == TABLE]
+    assert sorted(table["Action"]) == ["dynamodb:GetItem", "dynamodb:UpdateItem"]
+    assert table["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"] == ["handoff#*"]
+    email = [
+        p["Fn::If"] for p in function_properties("HandoffFunction")["Policies"] if "Fn::If" in p
+    ]
+    [[condition, policy, _]] = email
+    assert condition == "HandoffEmail"
+    [send] = policy["Statement"]
+    assert send["Action"] == "ses:SendEmail"
+    assert send["Condition"] == {"StringEquals": {"ses:FromAddress": {"Ref": "HandoffEmailFrom"}}}
+    # No provider key, and no grant on the sessions, traces or guards of the table.
+    assert not [n for n in environment("HandoffFunction") if "OPENAI" in n or "PINECONE" in n]
+
+
+def test_handoffs_are_queued_by_the_ask_function_with_a_dead_letter_queue() -> None:
+    assert ("sqs:SendMessage", {"Fn::GetAtt": ["HandoffQueue", "Arn"]}) in granted("AskFunction")
+    assert environment("AskFunction")["CANDOR_HANDOFF_QUEUE_URL"] == {"Ref": "HandoffQueue"}
+    queue = RESOURCES["HandoffQueue"]["Properties"]
+    assert queue["RedrivePolicy"]["deadLetterTargetArn"] == {
+        "Fn::GetAtt": ["HandoffDeadLetterQueue", "Arn"]
+    }
+    # The last delivery is the last attempt the function counts: it marks the hand-off failed.
+    attempts = environment("HandoffFunction")["CANDOR_HANDOFF_MAX_ATTEMPTS"]
+    assert str(queue["RedrivePolicy"]["maxReceiveCount"]) == attempts
+    event = function_properties("HandoffFunction")["Events"]["Handoffs"]["Properties"]
+    assert event["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    # An attempt (a 10 s webhook and an SES call) ends well inside the visibility timeout.
+    assert function_properties("HandoffFunction")["Timeout"] * 6 <= queue["VisibilityTimeout"]
+
+
 def test_only_the_functions_that_call_openai_are_given_its_key() -> None:
     given = {f for f in FUNCTIONS if "CANDOR_OPENAI_API_KEY_PARAMETER" in environment(f)}
     assert given == {"AskFunction", "IngestFunction"}
