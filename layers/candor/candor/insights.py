@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from candor.guards import normalise
+from candor.handoffs.store import Handoff
 from candor.ports import Embedder
 from candor.traces import Trace
 
@@ -217,6 +218,16 @@ def to_markdown(data: dict[str, Any]) -> str:
             f"{data['declined_without_question']} declined questions were not stored "
             "(CANDOR_STORE_QUESTIONS=false).",
         ]
+    if "handoffs" in data:
+        handoffs = data["handoffs"]
+        lines += [
+            "",
+            "## Hand-offs",
+            "",
+            f"{handoffs['n']} visitors asked for a person, {handoffs['after_decline']} of them "
+            f"after candor declined; {handoffs['delivered']} delivered, {handoffs['pending']} "
+            f"pending, {handoffs['failed']} failed (`candor handoffs list`).",
+        ]
     lines += ["", "## Answers rated down", ""]
     if data["negative"]:
         lines += ["| day | question | answer | reason | comment |", "|---|---|---|---|---|"]
@@ -257,3 +268,17 @@ def write_chart(data: dict[str, Any], path: Path) -> None:
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)
+
+
+def handoff_counts(handoffs: Sequence[Handoff]) -> dict[str, int]:
+    """How many visitors asked for a person, how many after a decline, and where each is."""
+    from candor.handoffs.transcript import Content
+
+    states = Counter(h.state for h in handoffs)
+    return {
+        "n": len(handoffs),
+        "after_decline": sum(Content.from_json(h.body).after_decline for h in handoffs),
+        "delivered": states["delivered"],
+        "pending": states["pending"],
+        "failed": states["failed"],
+    }

@@ -31,6 +31,11 @@ def cmd_insights(args: argparse.Namespace) -> int:
     declined = any(t.decision == "declined" and t.question for t in traces)
     embedder = build_embedder(settings) if declined else None
     data = insights.report(traces, days=args.days, now=now, embedder=embedder)
+    from candor.cli.handoffs import listed
+    from candor.factory import build_handoff_store
+
+    handoffs = listed(build_handoff_store(settings), args.days, now=now)
+    data["handoffs"] = insights.handoff_counts(handoffs)
     print(json.dumps(data, ensure_ascii=False) if args.json else insights.to_markdown(data))
     if args.png is not None:
         insights.write_chart(data, args.png)
