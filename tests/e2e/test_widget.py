@@ -868,7 +868,8 @@ def test_the_real_local_model_answers_through_the_widget(
         check=True,
     )
     sock = bound_socket()
-    settings = Settings(data_dir=data, contact=CONTACT)
+    # No starter questions: writing them is minutes of the same model beside the question.
+    settings = Settings(data_dir=data, contact=CONTACT, suggest_questions=False)
     app = create_local_app(settings, host="127.0.0.1", port=sock.getsockname()[1])
     with serve(app, sock) as api:
         page.goto(f"{api}/")

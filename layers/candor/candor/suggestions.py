@@ -220,6 +220,10 @@ class Suggestions:
 
 
 def _can_refresh() -> bool:
+    """Whether the question generator is here: the Lambda layer leaves it out."""
     import importlib.util
 
-    return importlib.util.find_spec("candor.evaluation.generate") is not None
+    try:
+        return importlib.util.find_spec("candor.evaluation.generate") is not None
+    except ModuleNotFoundError:  # its package is gone, not only the module
+        return False
