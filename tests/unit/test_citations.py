@@ -142,12 +142,14 @@ def test_a_citation_of_a_pdf_passage_names_its_page() -> None:
 
 
 def test_markers_count_only_for_passages_the_prompt_showed() -> None:
-    many = [Hit(Chunk(f"p-{n}", f"text {n}", f"page-{n}.html"), 0.0) for n in range(12)]
+    # Two more passages than a prompt shows (MAX_PASSAGES rose from 10 to 20 in eb8fc2c).
+    shown = prompts.MAX_PASSAGES
+    many = [Hit(Chunk(f"p-{n}", f"text {n}", f"page-{n}.html"), 0.0) for n in range(shown + 2)]
 
-    answer, citations = cite("See [11]. And [10].", prompts.shown(many))
+    answer, citations = cite(f"See [{shown + 1}]. And [{shown}].", prompts.shown(many))
 
     assert answer == "See. And [1]."
-    assert [c.id for c in citations] == ["p-9"]
+    assert [c.id for c in citations] == [f"p-{shown - 1}"]
 
 
 def test_a_marker_stranded_after_a_sentence_end_joins_that_sentence() -> None:
