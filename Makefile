@@ -161,8 +161,9 @@ build: sam validate
 # a Lambda context, on the embedded default (what `candor serve` uses). For example:
 #   make invoke FN=ask EVENT=events/ask.json
 #   make invoke FN=ingest EVENT=events/s3-put.json
+#   make invoke FN=handoff EVENT=events/handoff-sqs.json
 invoke: install
-	@test -n "$(FN)" -a -n "$(EVENT)" || { echo "usage: make invoke FN=ask|feedback|ingest EVENT=events/NAME.json"; exit 2; }
+	@test -n "$(FN)" -a -n "$(EVENT)" || { echo "usage: make invoke FN=ask|feedback|ingest|handoff EVENT=events/NAME.json"; exit 2; }
 	$(BIN)/python -m scripts.invoke $(FN) $(EVENT)
 
 # Concurrency proofs of the guards on DynamoDB Local and SQLite, then a sustained mixed run

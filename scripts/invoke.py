@@ -1,4 +1,4 @@
-"""`make invoke FN=ask|feedback|ingest EVENT=events/NAME.json`: one Lambda invocation, no Docker.
+"""`make invoke FN=ask|feedback|ingest|handoff EVENT=events/NAME.json`: one Lambda invocation.
 
 Runs the real handler module (functions/<FN>/app.py) with the event and a Lambda
 context, on whatever backends the CANDOR_* settings name: unset, the embedded
@@ -30,7 +30,7 @@ from urllib.parse import unquote_plus
 
 from tests.support.lambda_ import ROOT, LambdaContext, load_handler
 
-FUNCTIONS = ("ask", "feedback", "ingest")
+FUNCTIONS = ("ask", "feedback", "ingest", "handoff")
 OBJECTS = ROOT / "events" / "objects"
 REGION = "eu-west-1"
 INVOKE_ORIGIN = "https://docs.example.com"

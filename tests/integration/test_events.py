@@ -35,7 +35,12 @@ pytestmark = pytest.mark.integration
 
 EVENT_FILES = sorted(p.name for p in EVENTS.glob("*.json"))
 HTTP_EVENTS = [name for name in EVENT_FILES if "httpMethod" in load_event(name)]
-S3_EVENTS = [name for name in EVENT_FILES if name not in HTTP_EVENTS]
+SQS_EVENTS = [
+    name
+    for name in EVENT_FILES
+    if any(r.get("eventSource") == "aws:sqs" for r in load_event(name).get("Records", []))
+]
+S3_EVENTS = [name for name in EVENT_FILES if name not in HTTP_EVENTS + SQS_EVENTS]
 
 
 def function_for_route(method: str, resource: str) -> str:
@@ -58,6 +63,7 @@ def test_the_events_folder_holds_http_and_s3_events() -> None:
     # Guards the parametrised tests below against passing because they saw nothing.
     assert {"ask.json", "ask-with-session.json", "feedback.json", "health.json"} <= set(HTTP_EVENTS)
     assert {"s3-put.json", "s3-delete.json", "s3-test-event.json"} <= set(S3_EVENTS)
+    assert SQS_EVENTS == ["handoff-sqs.json"]
 
 
 def answering() -> ScriptedChatModel:
@@ -110,3 +116,31 @@ def test_every_s3_event_is_reconciled_by_the_ingest_function(name: str, lambda_e
         unquote_plus(r["s3"]["object"]["key"]) for r in records
     ]
     assert [r["status"] for r in result["records"]] == [expected_status(r) for r in records]
+
+
+@pytest.mark.parametrize("name", SQS_EVENTS)
+def test_a_queued_handoff_is_forwarded_by_the_handoff_function(
+    name: str, lambda_env: None, monkeypatch: pytest.MonkeyPatch, settings: Settings
+) -> None:
+    from candor.backends.sqlite_handoffs import SqliteHandoffStore
+    from candor.handoffs.store import Handoff
+    from candor.handoffs.transcript import Content
+    from tests.support.webhook_server import webhook_receiver
+
+    event = load_event(name)
+    handoff_id = json.loads(event["Records"][0]["body"])["handoff_id"]
+    content = Content("visitor@example.org", "Please help.", "Example Docs", "conversation")
+    SqliteHandoffStore(settings.state_path).put_handoff(
+        Handoff(handoff_id, "s", time.time(), 2**31, content.to_json())
+    )
+    with webhook_receiver(statuses=[503]) as receiver:
+        monkeypatch.setenv("CANDOR_HANDOFF_WEBHOOK_URL", receiver.url)
+        monkeypatch.setenv("CANDOR_HANDOFF_WEBHOOK_SECRET", "webhook-secret-0123456789")
+
+        failed = invoke("handoff", event)
+        delivered = invoke("handoff", event)
+
+    message_id = event["Records"][0]["messageId"]
+    assert failed == {"batchItemFailures": [{"itemIdentifier": message_id}]}
+    assert delivered == {"batchItemFailures": []}
+    assert [r.status for r in receiver.received] == [503, 200]
