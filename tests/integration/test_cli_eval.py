@@ -104,10 +104,12 @@ def test_every_report_gives_answer_context_at_both_backends_budgets_beside_the_p
     assert run_eval(env / "out", "--context-chars", "3600,9000") == 0
     report = json.loads((env / "out" / "report.json").read_text())
     section = report["context_budgets"]
-    rows = {(row["chars"], row["excerpts"]): row for row in section["budgets"]}
+    rows = {
+        (row["chars"], row["excerpts"], row["excerpt_chars"]): row for row in section["budgets"]
+    }
     defaults = {row["default_for"] for row in section["budgets"]}
     assert {n for d in defaults if d for n in d.split(", ")} == {"local", "openai"}
-    assert (3600, 6) in rows and (9000, 15) in rows and (1800, 6) in rows
+    assert {(3600, 6, 800), (9000, 15, 800), (1800, 6, 600)} <= set(rows)
     assert section["ceiling_n"] == 2 and section["ceiling"] is not None
     for row in section["budgets"]:
         assert row["n"] == 2
@@ -119,9 +121,9 @@ def test_every_report_gives_answer_context_at_both_backends_budgets_beside_the_p
     tokens = [row["prompt_tokens"] for row in section["budgets"]]
     assert tokens == sorted(tokens)
     per_question = report["context_questions"]["candor"]
-    assert set(per_question) >= {"1800x6", "3600x6", "9000x15", "ceiling"}
+    assert set(per_question) >= {"1800x6x600", "3600x6x800", "9000x15x800", "ceiling"}
     markdown = (env / "out" / "report.md").read_text()
-    assert "## Answer context by budget" in markdown and "| 9,000 | 15 |" in markdown
+    assert "## Answer context by budget" in markdown and "| 9,000 | 15 | 800 |" in markdown
 
 
 def test_a_changed_corpus_gets_a_new_index(env: Path, tmp_path: Path) -> None:

@@ -27,10 +27,12 @@ def test_each_chat_backend_reads_its_own_budget_unless_one_is_set(
 ) -> None:
     clear_candor_env(monkeypatch)
     local, hosted = Settings(), Settings(chat_backend="openai")
-    assert (local.context_chars, local.top_k) == (1800, 6)
-    assert (hosted.context_chars, hosted.top_k) == (
-        CONTEXT_BUDGETS["openai"].chars,
-        CONTEXT_BUDGETS["openai"].excerpts,
+    assert (local.context_chars, local.top_k, local.passage_chars) == (1800, 6, 600)
+    openai = CONTEXT_BUDGETS["openai"]
+    assert (hosted.context_chars, hosted.top_k, hosted.passage_chars) == (
+        openai.chars,
+        openai.excerpts,
+        openai.excerpt_chars,
     )
     # The environment says the backend; what it sets itself wins over the backend's.
     monkeypatch.setenv("CANDOR_CHAT_BACKEND", "openai")
@@ -39,17 +41,23 @@ def test_each_chat_backend_reads_its_own_budget_unless_one_is_set(
     assert (chosen.context_chars, chosen.top_k) == (2500, CONTEXT_BUDGETS["openai"].excerpts)
 
 
-def test_a_larger_budget_shows_as_many_excerpts_as_fill_it_never_fewer_than_six() -> None:
-    settings = Settings(passage_chars=600, pack_candidates=15)
-    shown = {chars: budgets.sweep_budget(chars, settings).excerpts for chars in budgets.SWEEP}
-    assert shown == {1800: 6, 3600: 6, 6000: 10, 9000: 15}
+def test_a_swept_budget_shows_whole_passages_as_many_as_fill_it_never_fewer_than_six() -> None:
+    settings = Settings(pack_candidates=15, chunk_chars=800)
+    shown = {chars: budgets.sweep_budget(chars, settings) for chars in budgets.SWEEP}
+    assert {chars: b.excerpts for chars, b in shown.items()} == {
+        1800: 6,
+        3600: 6,
+        6000: 10,
+        9000: 15,
+    }
+    assert {b.excerpt_chars for b in shown.values()} == {800}
     assert budgets.sweep_budget(20_000, settings).excerpts == 15  # no more than the pool
     # Both backends' defaults are always measured (one row when they are the same
     # budget), the sweep's others beside them.
     chosen = budgets.budgets_for(settings, [1800, 12_345])
     names = {name for budget in chosen for name in budget.name.split(", ") if name}
     assert names == set(CONTEXT_BUDGETS)
-    assert (12_345, 15, "") in [(b.chars, b.excerpts, b.name) for b in chosen]
+    assert (12_345, 15, 800, "") in [(b.chars, b.excerpts, b.excerpt_chars, b.name) for b in chosen]
     assert len({b.key for b in chosen}) == len(chosen)
     assert [b.chars for b in chosen] == sorted(b.chars for b in chosen)
 

@@ -59,18 +59,20 @@ MAX_CONTEXT_CHARS = 20_000
 
 
 class ContextBudget(BaseModel):
-    """What the model reads per question: `chars` of excerpts in all, at most `excerpts` of them."""
+    """What the model reads per question: `chars` of excerpts in all, at most `excerpts`
+    of them, each at most `excerpt_chars` (CANDOR_CONTEXT_CHARS, _TOP_K, _PASSAGE_CHARS)."""
 
     chars: int
     excerpts: int
+    excerpt_chars: int
 
 
-# The budget each chat backend gets unless CANDOR_CONTEXT_CHARS / CANDOR_TOP_K say
-# otherwise (docs/quality.md, "Context budgets"). The local 1.5B model answered no
-# better from 2,400 characters than from 1,800 and more slowly.
+# The budget each chat backend gets unless CANDOR_CONTEXT_CHARS / CANDOR_TOP_K /
+# CANDOR_PASSAGE_CHARS say otherwise (docs/quality.md, "Context budgets"). The local
+# 1.5B model answered no better from 2,400 characters than from 1,800, and more slowly.
 CONTEXT_BUDGETS: dict[str, ContextBudget] = {
-    "local": ContextBudget(chars=1800, excerpts=6),
-    "openai": ContextBudget(chars=1800, excerpts=6),
+    "local": ContextBudget(chars=1800, excerpts=6, excerpt_chars=600),
+    "openai": ContextBudget(chars=1800, excerpts=6, excerpt_chars=600),
 }
 
 
@@ -371,7 +373,8 @@ class Settings(BaseSettings):
     @model_validator(mode="before")
     @classmethod
     def _budget_by_backend(cls, data: object) -> object:
-        """context_chars and top_k, when not set, from the chat backend's budget."""
+        """context_chars, top_k and passage_chars, when not set, from the chat backend's
+        budget."""
         if not isinstance(data, dict):
             return data
         budget = CONTEXT_BUDGETS.get(str(data.get("chat_backend", "local")))
@@ -382,6 +385,8 @@ class Settings(BaseSettings):
             filled["context_chars"] = budget.chars
         if filled.get("top_k") in (None, ""):
             filled["top_k"] = budget.excerpts
+        if filled.get("passage_chars") in (None, ""):
+            filled["passage_chars"] = budget.excerpt_chars
         return filled
 
     @field_validator("source_base_url")
