@@ -11,7 +11,7 @@ import logging
 import time
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from candor import billing, guards, traces
@@ -135,6 +135,7 @@ async def prepare(
     top_k: int | None = None,
     client: str | None = None,
     trace_id: str | None = None,
+    history: Sequence[Turn] | None = None,
 ) -> PreparedAsk:
     """Run every guard of one question in a session, then start its run. In this order:
 
@@ -147,6 +148,10 @@ async def prepare(
     DeadlineExceededError when it passes the request's deadline. Once the graph
     has answered, the answer is returned even if settling the budget, caching the
     answer or recording the turn fails (those are logged and counted).
+
+    `history` is the conversation so far when the caller holds it (the
+    OpenAI-compatible API, whose client sends every turn); otherwise the session's
+    stored turns. Either way only the last CANDOR_HISTORY_TURNS are read.
     """
     settings = deps.settings
     trace_id = trace_id or uuid.uuid4().hex
@@ -206,7 +211,8 @@ async def prepare(
 
             return PreparedAsk(trace_id, answer_from_cache)
 
-    history = session.history[-settings.history_turns :] if settings.history_turns else []
+    turns = session.history if history is None else list(history)
+    history = turns[-settings.history_turns :] if settings.history_turns else []
     amount = guards.reservation_usd(settings, deps.chat.name, deps.embedder)
     holds = await asyncio.to_thread(
         guards.reserve,

@@ -222,6 +222,13 @@ class Settings(BaseSettings):
     rate_network_limit: int = Field(default=100, ge=1, description="requests per address window")
     rate_session_limit: int = Field(default=10, ge=1, description="requests per window")
     rate_session_window_seconds: int = Field(default=60, ge=1, le=86_400)
+    # Server keys on the routes for servers and assistants (MCP at /mcp, the
+    # OpenAI-compatible /v1/chat/completions): each key's questions and searches
+    # count in a window of their own and in a day's window, in place of the
+    # address's and the network's (candor.key_limits).
+    rate_key_limit: int = Field(default=60, ge=1, description="requests per key window")
+    rate_key_window_seconds: int = Field(default=60, ge=1, le=86_400)
+    rate_key_daily_limit: int = Field(default=1000, ge=1, description="requests per key a day")
     # 0: the client address is the connection's peer (on Lambda, API Gateway's
     # sourceIp). N: the N-th address from the right of X-Forwarded-For, the one the
     # outermost of N proxies you run appended; addresses left of it are client-written.

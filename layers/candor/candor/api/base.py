@@ -9,19 +9,35 @@ import this one, never each other.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from typing import Annotated
 
-from fastapi import APIRouter, FastAPI
+from fastapi import APIRouter, Depends, FastAPI, Request
 
 from candor import __version__
 from candor.api import errors, stream
-from candor.api.edge import Edge, EdgeMiddleware, EdgeProvider, build_edge
+from candor.api.edge import Edge, EdgeMiddleware, EdgeProvider, KeyedRoutes, build_edge
 from candor.api.health import HealthCache
 from candor.deps import Deps
 from candor.settings import Settings
 from candor.warmup import Warmup
 
 DepsProvider = Callable[[], Deps]
+
+
+def deps_of(request: Request) -> Deps:
+    """The app's dependencies, as its provider builds them (once per process)."""
+    provider: DepsProvider = request.app.state.deps_provider
+    return provider()
+
+
+def edge_of(request: Request) -> Edge:
+    provider: EdgeProvider = request.app.state.edge_provider
+    return provider()
+
+
+DepsDep = Annotated[Deps, Depends(deps_of)]
+EdgeDep = Annotated[Edge, Depends(edge_of)]
 
 
 class EdgeFromSettings:
@@ -44,11 +60,13 @@ def build_app(
     *,
     edge_provider: EdgeProvider | None = None,
     keepalive_seconds: float = stream.KEEPALIVE_SECONDS,
+    keyed: Sequence[KeyedRoutes] = (),
 ) -> FastAPI:
     """An app serving `routers`. Both providers are called per request and should cache.
 
     Without `edge_provider`, the edge follows the settings of the dependencies.
     `keepalive_seconds` is how long a stream may stay quiet before a keep-alive comment.
+    `keyed` are the routes for servers only (candor.api.edge.KeyedRoutes).
     """
     app = FastAPI(
         title="candor",
@@ -67,5 +85,5 @@ def build_app(
     for router in routers:
         app.include_router(router)
     errors.install(app)
-    app.add_middleware(EdgeMiddleware, edge=lambda: app.state.edge_provider())
+    app.add_middleware(EdgeMiddleware, edge=lambda: app.state.edge_provider(), keyed=keyed)
     return app

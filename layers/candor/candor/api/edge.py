@@ -15,6 +15,14 @@ a dependency is built or a model is called:
 - An exception no handler mapped is a generic 500, logged with the trace id.
 
 GET routes (/health, the API docs) are public and pass with only the trace id.
+
+Keyed routes (`KeyedRoutes`: MCP at /mcp, the OpenAI-compatible API under /v1) are
+for servers and assistants only: every request but a preflight needs a server key,
+in X-Api-Key or as `Authorization: Bearer KEY` (what OpenAI's clients send), whatever
+its Origin (a listed Origin does not stand in for a key there; another is still
+refused); a missing or wrong key is 401. Each refusal on them is written in the
+route's own protocol (a JSON-RPC error, OpenAI's error object), and the key's id
+(`server_key_id`, never the key) is left in the request's state for its per-key limits.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
+from hashlib import sha256
 from uuid import uuid4
 
 from starlette.datastructures import Headers, MutableHeaders
@@ -37,6 +46,7 @@ from candor.api.errors import (
     ApiKeyRequiredError,
     BodyTooLargeError,
     OriginNotAllowedError,
+    ServerKeyRequiredError,
     UnsupportedMediaTypeError,
     error_response,
 )
@@ -71,6 +81,55 @@ class Edge:
 
 
 EdgeProvider = Callable[[], Edge]
+
+# How a keyed route writes a refusal: (the error, the trace id) -> its response.
+Refusal = Callable[[BaseException, str], Response]
+# Where a keyed route finds the id of the key that called it (request.state).
+SERVER_KEY_STATE = "server_key_id"
+
+
+@dataclass(frozen=True, slots=True)
+class KeyedRoutes:
+    """The routes at `prefix` (it and every path below it): a server key always, and
+    refusals written by `refuse` in the routes' own protocol."""
+
+    prefix: str
+    refuse: Refusal
+    # None: the edge's own limit (16 KB). A chat client resends its whole conversation.
+    max_body_bytes: int | None = None
+
+    def covers(self, path: str) -> bool:
+        return path == self.prefix or path.startswith(self.prefix.rstrip("/") + "/")
+
+
+def key_id(key: str) -> str:
+    """A server key's stable, non-secret id: what its limits and logs are kept under."""
+    return sha256(key.encode()).hexdigest()[:24]
+
+
+def presented_key(headers: Headers) -> str | None:
+    """The key a request sends: X-Api-Key, else an `Authorization: Bearer` token."""
+    key = headers.get("x-api-key")
+    if key:
+        return key
+    scheme, _, token = headers.get("authorization", "").partition(" ")
+    if scheme.lower() == "bearer" and token.strip():
+        return token.strip()
+    return None
+
+
+def is_server_key(edge: Edge, presented: str) -> bool:
+    """Whether `presented` is one of the edge's server keys, in constant time each.
+
+    Compared as bytes: compare_digest refuses str that is not ASCII (a TypeError,
+    which was a text 500), and Starlette reads a header's bytes as Latin-1, so
+    encoding back gives exactly the bytes that were sent. A configured key is
+    matched by its UTF-8 bytes. Every key is compared, so the time taken says
+    nothing of which came close.
+    """
+    sent = presented.encode("latin-1", "replace")
+    matches = [hmac.compare_digest(sent, key.encode()) for key in edge.server_keys()]
+    return any(matches)
 
 
 def build_edge(
@@ -127,9 +186,12 @@ def _declared_length(headers: Headers) -> int | None:
 
 
 class EdgeMiddleware:
-    def __init__(self, app: ASGIApp, *, edge: EdgeProvider) -> None:
+    def __init__(
+        self, app: ASGIApp, *, edge: EdgeProvider, keyed: Sequence[KeyedRoutes] = ()
+    ) -> None:
         self.app = app
         self.edge = edge
+        self.keyed = tuple(keyed)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -140,11 +202,13 @@ class EdgeMiddleware:
         headers = Headers(scope=scope)
         origin = headers.get("origin")
         method = scope["method"]
+        keyed = next((k for k in self.keyed if k.covers(scope.get("path", ""))), None)
+        refuse: Refusal = keyed.refuse if keyed is not None else error_response
         try:
             edge = self.edge()
         except CandorError as error:
-            if method not in SAFE_METHODS - {"OPTIONS"}:
-                await error_response(error, trace_id)(scope, receive, send)
+            if keyed is not None or method not in SAFE_METHODS - {"OPTIONS"}:
+                await refuse(error, trace_id)(scope, receive, send)
                 return
             # A public GET (/health above all) still answers, without CORS headers.
             edge = Edge(origins=frozenset())
@@ -165,27 +229,31 @@ class EdgeMiddleware:
             await send(message)
 
         if method == "OPTIONS" and origin is not None:
-            response = self._preflight(listed, trace_id)
+            response = self._preflight(listed, trace_id, refuse)
             await response(scope, receive, send_with_headers)
             return
-        if method not in SAFE_METHODS:
+        if method not in SAFE_METHODS or (keyed is not None and method != "OPTIONS"):
             try:
-                refusal = self._refusal(edge, scope, headers, origin, listed)
+                if keyed is not None:
+                    refusal = self._keyed_refusal(edge, scope, headers, origin, listed)
+                else:
+                    refusal = self._refusal(edge, scope, headers, origin, listed)
             except CandorError as error:  # the server keys cannot be read (SSM)
                 refusal = error
             except Exception as error:
                 # A bug in the checks themselves: still the JSON 500 with the trace
                 # id and CORS headers, never the server's bare text one.
-                await error_response(error, trace_id)(scope, receive, send_with_headers)
+                await refuse(error, trace_id)(scope, receive, send_with_headers)
                 return
-            if refusal is None:
-                body = await self._read_body(receive, headers, edge.max_body_bytes)
+            if refusal is None and method not in SAFE_METHODS:
+                limit = (keyed and keyed.max_body_bytes) or edge.max_body_bytes
+                body = await self._read_body(receive, headers, limit)
                 if body is None:
                     refusal = BodyTooLargeError()
                 else:
                     receive = _replay(body, receive)
             if refusal is not None:
-                await error_response(refusal, trace_id)(scope, receive, send_with_headers)
+                await refuse(refusal, trace_id)(scope, receive, send_with_headers)
                 return
         try:
             await self.app(scope, receive, send_with_headers)
@@ -193,11 +261,11 @@ class EdgeMiddleware:
             if started:
                 raise
             # No handler took it: a bug. Generic text out, the detail in the log.
-            await error_response(error, trace_id)(scope, receive, send_with_headers)
+            await refuse(error, trace_id)(scope, receive, send_with_headers)
 
-    def _preflight(self, listed: bool, trace_id: str) -> Response:
+    def _preflight(self, listed: bool, trace_id: str, refuse: Refusal) -> Response:
         if not listed:
-            return error_response(OriginNotAllowedError(), trace_id)
+            return refuse(OriginNotAllowedError(), trace_id)
         return Response(
             status_code=204,
             headers={
@@ -218,19 +286,24 @@ class EdgeMiddleware:
             return UnsupportedMediaTypeError()
         return None
 
+    def _keyed_refusal(
+        self, edge: Edge, scope: Scope, headers: Headers, origin: str | None, listed: bool
+    ) -> CandorError | None:
+        if origin is not None and not listed:
+            return OriginNotAllowedError()
+        presented = presented_key(headers)
+        if presented is None or not is_server_key(edge, presented):
+            return ServerKeyRequiredError()
+        scope.setdefault("state", {})[SERVER_KEY_STATE] = key_id(presented)
+        if scope["method"] not in SAFE_METHODS and _media_type(headers) != "application/json":
+            return UnsupportedMediaTypeError()
+        return None
+
     @staticmethod
     def _trusted_without_origin(edge: Edge, scope: Scope, headers: Headers) -> bool:
         presented = headers.get("x-api-key")
-        if presented:
-            # Compared as bytes: compare_digest refuses str that is not ASCII (a
-            # TypeError, which was a text 500), and Starlette reads a header's bytes
-            # as Latin-1, so encoding back gives exactly the bytes that were sent. A
-            # configured key is matched by its UTF-8 bytes. Every key is compared, in
-            # constant time each, so the time taken says nothing of which came close.
-            sent = presented.encode("latin-1")
-            matches = [hmac.compare_digest(sent, key.encode()) for key in edge.server_keys()]
-            if any(matches):
-                return True
+        if presented and is_server_key(edge, presented):
+            return True
         return edge.loopback_without_origin and _is_loopback(scope)
 
     @staticmethod

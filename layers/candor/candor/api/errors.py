@@ -54,6 +54,10 @@ class ApiKeyRequiredError(CandorError):
     """A request without an Origin carried no valid server key."""
 
 
+class ServerKeyRequiredError(CandorError):
+    """A route for servers only (MCP, the OpenAI-compatible API) got no valid server key."""
+
+
 class UnsupportedMediaTypeError(CandorError):
     """The body is not JSON."""
 
@@ -79,6 +83,14 @@ TABLE: tuple[tuple[type[BaseException], Row], ...] = (
     (
         SessionInvalidError,
         Row(401, "session_invalid", "this conversation is not valid here; start a new one"),
+    ),
+    (
+        ServerKeyRequiredError,
+        Row(
+            401,
+            "invalid_api_key",
+            "this route needs a valid server key, in X-Api-Key or Authorization: Bearer",
+        ),
     ),
     (
         OriginNotAllowedError,
