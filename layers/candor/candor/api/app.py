@@ -1,5 +1,6 @@
 """The API of `candor serve` and the ask function: /ask, /ask/stream, /health, /feedback,
-/handoff and /widget/config."""
+/handoff and /widget/config, and for servers and assistants, MCP at /mcp
+(candor.api.mcp_server) and the OpenAI-compatible /v1 (candor.api.openai_compat)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from candor import guards, service
-from candor.api import errors, stream
+from candor.api import errors, mcp_server, openai_compat, stream
 from candor.api.base import DepsProvider, build_app
 from candor.api.edge import Edge, EdgeProvider
 from candor.api.feedback import feedback_router
@@ -162,11 +163,20 @@ def create_app(
     edge_provider: EdgeProvider | None = None,
     keepalive_seconds: float = stream.KEEPALIVE_SECONDS,
 ) -> FastAPI:
-    """The whole API: /ask, /ask/stream, /health, /feedback, /handoff and /widget/config
-    (see `base.build_app`)."""
+    """The whole API: /ask, /ask/stream, /health, /feedback, /handoff, /widget/config, /mcp
+    and /v1 (see `base.build_app`)."""
     return build_app(
         deps_provider,
-        (ask_router, health_router, feedback_router, handoff_router, config_router),
+        (
+            ask_router,
+            health_router,
+            feedback_router,
+            handoff_router,
+            config_router,
+            mcp_server.router,
+            openai_compat.router,
+        ),
         edge_provider=edge_provider,
         keepalive_seconds=keepalive_seconds,
+        keyed=(mcp_server.keyed_routes(), openai_compat.keyed_routes()),
     )
