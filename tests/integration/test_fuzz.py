@@ -4,8 +4,9 @@ schemathesis generates valid and invalid requests from the app's own schema and
 checks each response's status, content type, headers and body against what the
 route declares. The app is the one `candor serve` builds, with the embedded
 index and state and a scripted model that answers any question; requests come
-from a listed origin, so they get past the edge to the routes. Bounded: a few
-hundred cases, well under two minutes.
+from a listed origin with a server key, so they get past the edge to the routes
+(MCP and the OpenAI-compatible API need the key). Bounded: several hundred cases,
+a few minutes.
 
 A second pass sends what the schema cannot describe, on every route: lone
 surrogates and NUL bytes in any field, non-finite and huge numbers, nesting deeper
@@ -36,7 +37,7 @@ from candor.backends.sqlite_state import SqliteStateStore
 from candor.deps import Deps
 from candor.settings import DEFAULT_PRICES, Settings
 from tests.conftest import PASSAGES
-from tests.support.edge import ORIGIN, allowing
+from tests.support.edge import ORIGIN, SERVER_KEY, allowing
 from tests.support.fakes import ScriptedChatModel
 from tests.support.webhook_server import webhook_receiver
 
@@ -79,6 +80,8 @@ def app(tmp_path: Path) -> Iterator[FastAPI]:
         handoff_webhook_url=hook.url,
         handoff_webhook_secret="webhook-secret-0123456789",
         handoff_hourly_limit=100,
+        rate_key_limit=1_000_000,
+        rate_key_daily_limit=1_000_000,
     )
     embedder = HashingEmbedder()
     index = SqliteVectorIndex(base.index_path, embedder.dimensions, embedder=embedder.name)
@@ -110,7 +113,15 @@ EXAMPLES = {
     ("POST /handoff", GenerationMode.POSITIVE): 50,
     ("POST /handoff", GenerationMode.NEGATIVE): 50,
     ("GET /widget/config", GenerationMode.POSITIVE): 5,
+    # MCP's messages: initialize, tools/list, each tool's call, ping; and what is not one.
+    ("POST /mcp", GenerationMode.POSITIVE): 60,
+    ("POST /mcp", GenerationMode.NEGATIVE): 40,
+    ("POST /v1/chat/completions", GenerationMode.POSITIVE): 60,
+    ("POST /v1/chat/completions", GenerationMode.NEGATIVE): 60,
+    ("GET /v1/models", GenerationMode.POSITIVE): 5,
+    ("GET /v1/models/{model}", GenerationMode.POSITIVE): 10,
 }
+HEADERS = {"Origin": ORIGIN, "X-Api-Key": SERVER_KEY}
 
 
 def test_no_route_answers_500_or_outside_its_schema(app: FastAPI) -> None:
@@ -129,7 +140,7 @@ def test_no_route_answers_500_or_outside_its_schema(app: FastAPI) -> None:
             suppress_health_check=list(HealthCheck),
         )
         def call(case: Case[Any]) -> None:
-            case.call_and_validate(headers={"Origin": ORIGIN}, checks=CHECKS)
+            case.call_and_validate(headers=HEADERS, checks=CHECKS)
 
         call()
 
@@ -161,6 +172,23 @@ FIELDS = {
     "/ask/stream": ["question", "session_id", "top_k"],
     "/feedback": ["trace_id", "session_id", "score", "reason", "comment", "better_answer"],
     "/handoff": ["session_id", "email", "message"],
+    "/v1/chat/completions": ["model", "messages", "stream", "user", "n", "stream_options"],
+    "/mcp": ["jsonrpc", "id", "method", "params"],
+}
+# What each route needs to read further than its first check, for the fields not drawn.
+BASES = {
+    "/ask": {"question": '"ok?"'},
+    "/ask/stream": {"question": '"ok?"'},
+    "/v1/chat/completions": {
+        "model": '"candor"',
+        "messages": '[{"role": "user", "content": "ok?"}]',
+    },
+    "/mcp": {
+        "jsonrpc": '"2.0"',
+        "id": "1",
+        "method": '"tools/call"',
+        "params": '{"name": "ask_docs", "arguments": {"question": "ok?"}}',
+    },
 }
 
 
@@ -168,8 +196,9 @@ FIELDS = {
 def hostile_body(draw: st.DrawFn, path: str) -> str:
     fields = draw(st.lists(st.sampled_from(FIELDS[path]), min_size=1, unique=True))
     parts = [f'"{name}": {draw(hostile_value())}' for name in fields]
-    if path.startswith("/ask") and "question" not in fields:
-        parts.append('"question": "ok?"')
+    parts += [
+        f'"{name}": {value}' for name, value in BASES.get(path, {}).items() if name not in fields
+    ]
     return "{" + ", ".join(parts) + "}"
 
 
@@ -178,7 +207,12 @@ def assert_json_error_or_ok(response: Any) -> None:
     if response.status_code >= 400:
         assert response.headers["content-type"].startswith("application/json"), response.text
         body = response.json()
-        assert body["reason"] and len(body["trace_id"]) == 32
+        if "jsonrpc" in body:  # /mcp: a JSON-RPC error; the edge's carry the trace id
+            assert body["error"]["message"] and isinstance(body["error"]["code"], int)
+        elif "error" in body:  # /v1: OpenAI's error object
+            assert body["error"]["message"] and len(body["error"]["trace_id"]) == 32
+        else:
+            assert body["reason"] and len(body["trace_id"]) == 32
 
 
 def fuzz_body(client: TestClient, path: str) -> None:
@@ -187,7 +221,8 @@ def fuzz_body(client: TestClient, path: str) -> None:
         max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck)
     )
     def post(body: str, origin: bool) -> None:
-        headers = [(b"content-type", b"application/json")]
+        headers = [(b"content-type", b"application/json"), (b"x-api-key", SERVER_KEY.encode())]
+        headers.append((b"accept", b"application/json, text/event-stream"))
         if origin:
             headers.append((b"origin", ORIGIN.encode()))
         response = client.post(path, content=body.encode("utf-8", "surrogatepass"), headers=headers)
@@ -202,9 +237,16 @@ def test_hostile_input_on_every_route_is_a_json_4xx_never_a_500(app: FastAPI) ->
         fuzz_body(client, path)
 
     @given(
-        path=st.sampled_from([*FIELDS, "/health", "/nowhere"]),
+        path=st.sampled_from([*FIELDS, "/health", "/v1/models", "/nowhere"]),
         name=st.sampled_from(
-            [b"x-api-key", b"origin", b"content-type", b"x-forwarded-for", b"content-length"]
+            [
+                b"x-api-key",
+                b"authorization",
+                b"origin",
+                b"content-type",
+                b"x-forwarded-for",
+                b"content-length",
+            ]
         ),
         value=HOSTILE_HEADER,
     )
@@ -215,7 +257,9 @@ def test_hostile_input_on_every_route_is_a_json_4xx_never_a_500(app: FastAPI) ->
         headers = [(b"content-type", b"application/json"), (name, value)]
         if name != b"origin":
             headers.append((b"origin", ORIGIN.encode()))
-        method = "GET" if path == "/health" else "POST"
+        if name not in (b"x-api-key", b"authorization"):
+            headers.append((b"x-api-key", SERVER_KEY.encode()))
+        method = "GET" if path in ("/health", "/v1/models") else "POST"
         try:
             response = client.request(method, path, content=b'{"question": "ok?"}', headers=headers)
         except Exception as error:  # the client itself refused to send it (content-length)

@@ -318,6 +318,9 @@ def test_every_route_the_widget_and_owners_need_is_wired() -> None:
         ("POST", "/handoff"),
         ("OPTIONS", "/handoff"),
         ("GET", "/widget/config"),
+        ("POST", "/mcp"),
+        ("POST", "/v1/chat/completions"),
+        ("GET", "/v1/models"),
     }
     assert function_routes("FeedbackFunction") == [("OPTIONS", "/feedback"), ("POST", "/feedback")]
 
@@ -510,7 +513,13 @@ def test_server_routes_need_the_optional_usage_plans_key() -> None:
     assert scheme == {"type": "apiKey", "name": "x-api-key", "in": "header"}
     assert definition["x-amazon-apigateway-api-key-source"] == "HEADER"
     keyed = sorted(route for route, op in api_routes().items() if "security" in op)
-    assert keyed == [("POST", "/server/ask"), ("POST", "/server/ask/stream")]
+    assert keyed == [
+        ("GET", "/v1/models"),
+        ("POST", "/mcp"),
+        ("POST", "/server/ask"),
+        ("POST", "/server/ask/stream"),
+        ("POST", "/v1/chat/completions"),
+    ]
     assert all(api_routes()[r]["security"] == [{"ServerApiKey": []}] for r in keyed)
     # The adapter strips the prefix, so the app serves them as /ask and /ask/stream.
     assert environment("AskFunction")["AWS_LWA_REMOVE_BASE_PATH"] == "/server"
