@@ -131,7 +131,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         f"  chat: open http://{args.host}:{args.port}/ in a browser (the widget's demo page)\n"
         f"  ask:  curl -s http://{args.host}:{args.port}/ask -H 'content-type: application/json' "
         '-d \'{"question": "How do I deploy candor to AWS?"}\'\n'
-        f"  streamed: curl -N http://{args.host}:{args.port}/ask/stream (the same body)",
+        f"  streamed: curl -N http://{args.host}:{args.port}/ask/stream (the same body)\n"
+        f"  assistants: MCP at /mcp, OpenAI clients at /v1, with a key from CANDOR_API_KEYS "
+        "(docs/assistants.md)",
         file=sys.stderr,
     )
     if settings.warm_start:
