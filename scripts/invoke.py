@@ -35,6 +35,8 @@ OBJECTS = ROOT / "events" / "objects"
 REGION = "eu-west-1"
 INVOKE_ORIGIN = "https://docs.example.com"
 INVOKE_SESSION_SECRET = "make-invoke-local-session-key-not-for-production"
+# The server key events/mcp.json and events/chat-completions.json send in X-Api-Key.
+INVOKE_API_KEY = "make-invoke-local-server-key"
 
 
 def lambda_environment(function: str) -> dict[str, str]:
@@ -50,6 +52,7 @@ def lambda_environment(function: str) -> dict[str, str]:
         # the origin the events in events/ come from, and a session key for this machine.
         "CANDOR_ALLOWED_ORIGINS": os.environ.get("CANDOR_ALLOWED_ORIGINS", INVOKE_ORIGIN),
         "CANDOR_SESSION_SECRET": os.environ.get("CANDOR_SESSION_SECRET", INVOKE_SESSION_SECRET),
+        "CANDOR_API_KEYS": os.environ.get("CANDOR_API_KEYS", INVOKE_API_KEY),
     }
 
 

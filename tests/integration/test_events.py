@@ -62,6 +62,7 @@ def lambda_env(monkeypatch: pytest.MonkeyPatch, settings: Settings) -> Iterator[
 def test_the_events_folder_holds_http_and_s3_events() -> None:
     # Guards the parametrised tests below against passing because they saw nothing.
     assert {"ask.json", "ask-with-session.json", "feedback.json", "health.json"} <= set(HTTP_EVENTS)
+    assert {"mcp.json", "chat-completions.json"} <= set(HTTP_EVENTS)
     assert {"s3-put.json", "s3-delete.json", "s3-test-event.json"} <= set(S3_EVENTS)
     assert SQS_EVENTS == ["handoff-sqs.json"]
 
@@ -96,6 +97,8 @@ def test_every_http_event_is_answered_by_its_function(
 
     assert response["statusCode"] == 200, response["body"]
     assert response["headers"]["content-type"] == "application/json"
+    # MCP answers a refused call with 200 too: its JSON-RPC error is in the body.
+    assert "error" not in json.loads(response["body"]), response["body"]
 
 
 def expected_status(record: dict[str, Any]) -> str:
