@@ -105,11 +105,17 @@ def test_every_report_gives_answer_context_at_both_backends_budgets_beside_the_p
     report = json.loads((env / "out" / "report.json").read_text())
     section = report["context_budgets"]
     rows = {
-        (row["chars"], row["excerpts"], row["excerpt_chars"]): row for row in section["budgets"]
+        (row["chars"], row["excerpts"], row["excerpt_chars"], row["shown"]): row
+        for row in section["budgets"]
     }
     defaults = {row["default_for"] for row in section["budgets"]}
     assert {n for d in defaults if d for n in d.split(", ")} == {"local", "openai"}
-    assert {(3600, 6, 800), (9000, 15, 800), (1800, 6, 600)} <= set(rows)
+    assert {
+        (3600, 6, 800, "sentences"),
+        (3600, 6, 800, "whole passages"),
+        (9000, 15, 800, "whole passages"),
+        (1800, 6, 600, "sentences"),
+    } <= set(rows)
     assert section["ceiling_n"] == 2 and section["ceiling"] is not None
     for row in section["budgets"]:
         assert row["n"] == 2
@@ -118,12 +124,21 @@ def test_every_report_gives_answer_context_at_both_backends_budgets_beside_the_p
         assert row["prompt_tokens"] > 0 and row["usd_per_question"] > 0
         assert row["versus_plain"]["n"] == 2
     # More characters are never fewer tokens.
-    tokens = [row["prompt_tokens"] for row in section["budgets"]]
-    assert tokens == sorted(tokens)
+    for shown in ("sentences", "whole passages"):
+        tokens = [row["prompt_tokens"] for row in section["budgets"] if row["shown"] == shown]
+        assert tokens == sorted(tokens)
     per_question = report["context_questions"]["candor"]
-    assert set(per_question) >= {"1800x6x600", "3600x6x800", "9000x15x800", "ceiling"}
+    assert set(per_question) >= {
+        "1800x6x600-sentences",
+        "3600x6x800-whole",
+        "9000x15x800-sentences",
+        "ceiling",
+    }
     markdown = (env / "out" / "report.md").read_text()
-    assert "## Answer context by budget" in markdown and "| 9,000 | 15 | 800 |" in markdown
+    assert (
+        "## Answer context by budget" in markdown
+        and "| 9,000 | 15 | 800 | whole passages |" in markdown
+    )
 
 
 def test_a_changed_corpus_gets_a_new_index(env: Path, tmp_path: Path) -> None:

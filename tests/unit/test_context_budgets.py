@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from candor import packing
+from candor import packing, retrieval
 from candor.backends.hashing_embedder import HashingEmbedder
 from candor.cli.evaluate import parse_budgets
 from candor.evaluation import budgets, generate
@@ -34,6 +34,7 @@ def test_each_chat_backend_reads_its_own_budget_unless_one_is_set(
         openai.excerpts,
         openai.excerpt_chars,
     )
+    assert (local.pack_sentences, hosted.pack_sentences) == (True, openai.sentences)
     # The environment says the backend; what it sets itself wins over the backend's.
     monkeypatch.setenv("CANDOR_CHAT_BACKEND", "openai")
     monkeypatch.setenv("CANDOR_CONTEXT_CHARS", "2500")
@@ -57,7 +58,11 @@ def test_a_swept_budget_shows_whole_passages_as_many_as_fill_it_never_fewer_than
     chosen = budgets.budgets_for(settings, [1800, 12_345])
     names = {name for budget in chosen for name in budget.name.split(", ") if name}
     assert names == set(CONTEXT_BUDGETS)
-    assert (12_345, 15, 800, "") in [(b.chars, b.excerpts, b.excerpt_chars, b.name) for b in chosen]
+    swept = [
+        (b.excerpts, b.excerpt_chars, b.sentences, b.name) for b in chosen if b.chars == 12_345
+    ]
+    # Each swept budget is measured as packed sentences and as whole passages.
+    assert swept == [(15, 800, True, ""), (15, 800, False, "")]
     assert len({b.key for b in chosen}) == len(chosen)
     assert [b.chars for b in chosen] == sorted(b.chars for b in chosen)
 
@@ -98,6 +103,16 @@ def test_packing_from_a_scoring_done_once_packs_what_a_scoring_of_its_own_does()
         assert [(h.chunk.id, h.chunk.text) for h in shared] == [
             (h.chunk.id, h.chunk.text) for h in alone
         ]
+
+
+def test_whole_passages_are_the_pools_first_in_rank_order_until_the_budget() -> None:
+    pool = [Hit(Chunk(f"c{n}-0", f"passage {n} " + "word " * 150, f"p{n}"), 0) for n in range(8)]
+    shown = retrieval.whole_passages(pool, budget=2000, excerpts=6, chars=800)
+    # Each passage is 760 characters: two fit whole, the third is cut to what is left.
+    assert [hit.chunk.id for hit in shown] == ["c0-0", "c1-0", "c2-0"]
+    assert shown[0].chunk.text == pool[0].chunk.text
+    assert sum(len(hit.chunk.text) for hit in shown) <= 2000
+    assert len(retrieval.whole_passages(pool, budget=20_000, excerpts=6, chars=800)) == 6
 
 
 def test_a_page_of_a_pdf_is_met_by_a_passage_starting_on_it_or_on_the_page_before() -> None:

@@ -329,6 +329,7 @@ def settings_fingerprint(settings: Settings, *, chat: str, embedder: str, top_k:
             "grade_threshold",
             "grade_by_names",
             "pack_context",
+            "pack_sentences",
             "pack_candidates",
             "context_chars",
             "passage_chars",

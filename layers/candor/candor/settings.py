@@ -60,11 +60,14 @@ MAX_CONTEXT_CHARS = 20_000
 
 class ContextBudget(BaseModel):
     """What the model reads per question: `chars` of excerpts in all, at most `excerpts`
-    of them, each at most `excerpt_chars` (CANDOR_CONTEXT_CHARS, _TOP_K, _PASSAGE_CHARS)."""
+    of them, each at most `excerpt_chars` (CANDOR_CONTEXT_CHARS, _TOP_K, _PASSAGE_CHARS);
+    packed from the candidates' best sentences, or (`sentences` false) the first
+    candidates whole, in rank order (CANDOR_PACK_SENTENCES)."""
 
     chars: int
     excerpts: int
     excerpt_chars: int
+    sentences: bool = True
 
 
 # The budget each chat backend gets unless CANDOR_CONTEXT_CHARS / CANDOR_TOP_K /
@@ -126,6 +129,9 @@ class Settings(BaseSettings):
     # top_k and context_chars default by chat backend (CONTEXT_BUDGETS).
     top_k: int = Field(default=6, ge=1, le=MAX_EXCERPTS, description="passages (excerpts) shown")
     pack_context: bool = True
+    # Packing takes the candidates' best sentences; false: their first passages whole,
+    # in rank order, until context_chars (defaults by chat backend, CONTEXT_BUDGETS).
+    pack_sentences: bool = True
     pack_candidates: int = Field(default=15, ge=1, le=40)
     context_chars: int = Field(default=1800, ge=100, le=MAX_CONTEXT_CHARS)
     candidates: int = Field(default=20, ge=1, le=100)
@@ -380,8 +386,8 @@ class Settings(BaseSettings):
     @model_validator(mode="before")
     @classmethod
     def _budget_by_backend(cls, data: object) -> object:
-        """context_chars, top_k and passage_chars, when not set, from the chat backend's
-        budget."""
+        """context_chars, top_k, passage_chars and pack_sentences, when not set, from the
+        chat backend's budget."""
         if not isinstance(data, dict):
             return data
         budget = CONTEXT_BUDGETS.get(str(data.get("chat_backend", "local")))
@@ -394,6 +400,8 @@ class Settings(BaseSettings):
             filled["top_k"] = budget.excerpts
         if filled.get("passage_chars") in (None, ""):
             filled["passage_chars"] = budget.excerpt_chars
+        if filled.get("pack_sentences") in (None, ""):
+            filled["pack_sentences"] = budget.sentences
         return filled
 
     @field_validator("source_base_url")

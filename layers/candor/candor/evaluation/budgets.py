@@ -54,19 +54,21 @@ class Budget:
     chars: int
     excerpts: int
     excerpt_chars: int
+    sentences: bool = True  # packed sentences; False: the first passages whole
     name: str = ""  # "local" or "openai" for a backend's default; "" for a sweep's
 
     @property
     def key(self) -> str:
-        return f"{self.chars}x{self.excerpts}x{self.excerpt_chars}"
+        shape = "sentences" if self.sentences else "whole"
+        return f"{self.chars}x{self.excerpts}x{self.excerpt_chars}-{shape}"
 
 
-def sweep_budget(chars: int, settings: Settings) -> Budget:
-    """The budget of `chars` characters: whole passages, as many as fill it at the
-    local default's cut, 6 at the fewest."""
+def sweep_budget(chars: int, settings: Settings, *, sentences: bool = True) -> Budget:
+    """The budget of `chars` characters: excerpts up to a whole passage, as many as
+    fill it at the local default's cut, 6 at the fewest."""
     excerpts = max(MIN_EXCERPTS, math.ceil(chars / LOCAL.excerpt_chars))
     whole = max(settings.chunk_chars, LOCAL.excerpt_chars)
-    return Budget(chars, min(excerpts, settings.pack_candidates), whole)
+    return Budget(chars, min(excerpts, settings.pack_candidates), whole, sentences)
 
 
 def budgets_for(settings: Settings, sweep: Sequence[int] = ()) -> list[Budget]:
@@ -74,18 +76,21 @@ def budgets_for(settings: Settings, sweep: Sequence[int] = ()) -> list[Budget]:
     found: list[Budget] = []
     for name, default in CONTEXT_BUDGETS.items():
         excerpts = min(default.excerpts, settings.pack_candidates)
-        budget = Budget(default.chars, excerpts, default.excerpt_chars, name)
+        budget = Budget(default.chars, excerpts, default.excerpt_chars, default.sentences, name)
         same = next((i for i, other in enumerate(found) if other.key == budget.key), None)
         if same is None:
             found.append(budget)
         else:  # two backends with one budget: one row, named for both
             named = f"{found[same].name}, {name}"
-            found[same] = Budget(budget.chars, budget.excerpts, budget.excerpt_chars, named)
+            found[same] = Budget(
+                budget.chars, budget.excerpts, budget.excerpt_chars, budget.sentences, named
+            )
     for chars in sweep:
-        budget = sweep_budget(chars, settings)
-        if all(budget.key != other.key for other in found):
-            found.append(budget)
-    return sorted(found, key=lambda budget: (budget.chars, budget.excerpts))
+        for sentences in (True, False):
+            budget = sweep_budget(chars, settings, sentences=sentences)
+            if all(budget.key != other.key for other in found):
+                found.append(budget)
+    return sorted(found, key=lambda b: (b.chars, b.excerpts, b.excerpt_chars, not b.sentences))
 
 
 @dataclass(slots=True)
@@ -166,15 +171,21 @@ def _measure_one(
     scored = packing.score_units(asked, pool, embedder, vector)
     measured.candor[CEILING][qid] = _holds(pool, keywords)
     for budget in budgets:
-        packed = packing.pack(
-            asked,
-            pool,
-            embedder,
-            budget=budget.chars,
-            max_excerpts=budget.excerpts,
-            excerpt_chars=budget.excerpt_chars,
-            question_vector=vector,
-            scored=scored,
+        packed = (
+            packing.pack(
+                asked,
+                pool,
+                embedder,
+                budget=budget.chars,
+                max_excerpts=budget.excerpts,
+                excerpt_chars=budget.excerpt_chars,
+                question_vector=vector,
+                scored=scored,
+            )
+            if budget.sentences
+            else retrieval.whole_passages(
+                pool, budget=budget.chars, excerpts=budget.excerpts, chars=budget.excerpt_chars
+            )
         )
         text = prompts.format_passages(packed, budget.excerpt_chars)
         measured.candor[budget.key][qid] = has_all_keywords(text, keywords)
@@ -228,6 +239,7 @@ def summarise(budgets: Sequence[Budget], measured: Measured, settings: Settings)
                 "chars": budget.chars,
                 "excerpts": budget.excerpts,
                 "excerpt_chars": budget.excerpt_chars,
+                "shown": "sentences" if budget.sentences else "whole passages",
                 "default_for": budget.name or None,
                 "n": len(context),
                 "answer_context": share,
@@ -300,16 +312,17 @@ def markdown(section: Mapping[str, Any] | None) -> list[str]:
         f"`{section['price_model']}`'s tokenizer; price: those tokens at its input rate "
         "and the answer at its token cap at its output rate (an upper bound on those calls).",
         "",
-        "| characters | excerpts | excerpt at most | default for | answer context | plain "
-        "| share of ceiling | characters shown | prompt tokens | $ per question "
+        "| characters | excerpts | excerpt at most | shown | default for | answer context "
+        "| plain | share of ceiling | characters shown | prompt tokens | $ per question "
         "| candor − plain [95%] |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in section["budgets"]:
         cells = [
             f"{row['chars']:,}",
             str(row["excerpts"]),
             str(row.get("excerpt_chars", "–")),
+            str(row.get("shown", "sentences")),
             row["default_for"] or "",
             cell(row["answer_context"]),
             cell(row["plain_answer_context"]),
