@@ -5,10 +5,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from candor.ports import ChatModel, Embedder, Reranker, StateStore, VectorIndex
 from candor.settings import Settings
+
+if TYPE_CHECKING:
+    from candor.curated.library import Curation
 
 T = TypeVar("T")
 
@@ -21,6 +24,8 @@ class Deps:
     index: VectorIndex
     reranker: Reranker | None
     state: StateStore
+    # The owner's curated answers (candor.curated); None: none are looked up.
+    curated: Curation | None = None
 
 
 def built_once(build: Callable[[], T]) -> Callable[[], T]:

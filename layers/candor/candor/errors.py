@@ -29,6 +29,10 @@ class IngestError(CandorError):
     """One document could not be ingested; the reason says why."""
 
 
+class CuratedAnswerError(CandorError):
+    """A curated answer the owner gave cannot be kept as given; the reason says why."""
+
+
 class RateLimitedError(CandorError):
     """Too many requests from one address or in one session within a window."""
 

@@ -15,6 +15,8 @@ from candor.secrets import api_key
 from candor.settings import Settings
 
 if TYPE_CHECKING:
+    from candor.curated.library import Curation
+    from candor.curated.records import CuratedAnswers
     from candor.handoffs.store import HandoffStore
     from candor.ingest.s3 import S3Ingestion
 
@@ -85,7 +87,10 @@ def build_chat(settings: Settings) -> ChatModel:
             raise ConfigurationError(f"chat backend {other!r} is not available yet")
 
 
-def build_index(settings: Settings, embedder: Embedder) -> VectorIndex:
+def build_index(settings: Settings, embedder: Embedder, *, curated: bool = False) -> VectorIndex:
+    """The documents' index, or with `curated` the curated questions' own index: a
+    SQLite file of its own, or a Pinecone namespace of its own ("<index name>#curated",
+    which no index name can be), so that no ingest or sync touches it."""
     match settings.index_backend:
         case "sqlite":
             from candor.backends.sqlite_index import SqliteVectorIndex
@@ -93,7 +98,9 @@ def build_index(settings: Settings, embedder: Embedder) -> VectorIndex:
             # The name check stops an index built by one 384-wide embedder from being
             # searched with another's vectors.
             return SqliteVectorIndex(
-                settings.index_path, embedder.dimensions, embedder=embedder.name
+                settings.curated_index_path if curated else settings.index_path,
+                embedder.dimensions,
+                embedder=embedder.name,
             )
         case "pinecone":
             from candor.backends.pinecone_index import PineconeVectorIndex
@@ -106,7 +113,7 @@ def build_index(settings: Settings, embedder: Embedder) -> VectorIndex:
                 client.index(host=settings.pinecone_host),
                 sparse=client.index(host=sparse_host) if sparse_host else None,
                 dimensions=embedder.dimensions,
-                namespace=settings.index_name,
+                namespace=f"{settings.index_name}#curated" if curated else settings.index_name,
                 attempt_timeout=settings.pinecone_timeout_seconds,
             )
         case other:
@@ -134,6 +141,38 @@ def build_state(settings: Settings) -> StateStore:
             )
         case other:
             raise ConfigurationError(f"state backend {other!r} is not available yet")
+
+
+def build_curated_answers(settings: Settings) -> CuratedAnswers:
+    """The curated answers' store: in the state store's SQLite file or DynamoDB table."""
+    match settings.state_backend:
+        case "sqlite":
+            from candor.backends.sqlite_curated import SqliteCuratedAnswers
+
+            return SqliteCuratedAnswers(settings.state_path)
+        case "dynamodb":
+            from candor.backends.dynamodb_curated import DynamoDBCuratedAnswers
+
+            if not settings.state_table:
+                raise ConfigurationError("CANDOR_STATE_TABLE must name the DynamoDB table")
+            return DynamoDBCuratedAnswers(
+                settings.state_table,
+                endpoint_url=settings.dynamodb_endpoint_url,
+                region=settings.aws_region,
+            )
+        case other:
+            raise ConfigurationError(f"state backend {other!r} is not available yet")
+
+
+def build_curation(settings: Settings, embedder: Embedder) -> Curation:
+    """The curated answers of the configured index: their store and their own index."""
+    from candor.curated.library import Curation
+
+    return Curation(
+        store=build_curated_answers(settings),
+        index=build_index(settings, embedder, curated=True),
+        index_name=settings.index_name,
+    )
 
 
 def pinecone_client(settings: Settings, *, retries: bool = True) -> Any:
@@ -183,6 +222,7 @@ def build_deps(settings: Settings) -> Deps:
         index=build_index(settings, embedder),
         reranker=build_reranker(settings),
         state=build_state(settings),
+        curated=build_curation(settings, embedder),
     )
 
 

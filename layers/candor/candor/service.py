@@ -7,15 +7,20 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import hashlib
 import logging
 import time
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 
 from candor import billing, guards, traces
 from candor import deadline as deadlines
+from candor.curated import first, lookup
+from candor.curated.records import CuratedState
 from candor.deps import Deps
 from candor.errors import SessionEndedError
 from candor.graph import nodes, runner
@@ -27,6 +32,7 @@ from candor.graph.state import (
 from candor.ports import CacheKey, Turn
 from candor.results import AskResult, Done, Idle
 from candor.settings import Settings
+from candor.types import NO_USAGE
 from candor.withheld import type_name, withheld
 
 logger = logging.getLogger(__name__)
@@ -170,8 +176,13 @@ async def prepare(
     if session.status == "ended":
         raise SessionEndedError(session_id)
 
+    # The owner's curated answers: how many, and their generation, which the answer
+    # cache is keyed on (a new or removed one retires the answers it could change).
+    curated = await asyncio.to_thread(_curated_state, deps)
     key = (
-        await asyncio.to_thread(_cache_key, deps, question, top_k)
+        await asyncio.to_thread(
+            _cache_key, deps, question, top_k, curated.generation if curated else 0
+        )
         if settings.cache_enabled
         else None
     )
@@ -213,6 +224,23 @@ async def prepare(
 
     turns = session.history if history is None else list(history)
     history = turns[-settings.history_turns :] if settings.history_turns else []
+    start = GraphState(
+        question=question,
+        session_id=session_id,
+        top_k=top_k,
+        history=tuple(history),
+        curated_look=curated is not None and curated.count > 0,
+    )
+    looked: first.LookedUp | None = None
+    if start.curated_look and first.moderated_without_model(question, settings):
+        # Found now, the owner's answer reserves only its embedding (candor.curated.first).
+        looked, holds = await _curated_first(deps, question, session_id, client, now, trace_id)
+        if looked is not None and looked.match is not None:
+            found = dataclasses.replace(start, curated_found=looked.match.answer)
+            return PreparedAsk(
+                trace_id, _graph_drive(deps, found, key, holds, Decimal(0), now, trace_id, looked)
+            )
+        start = dataclasses.replace(start, curated_look=False)  # looked: none answers it
     amount = guards.reservation_usd(settings, deps.chat.name, deps.embedder)
     holds = await asyncio.to_thread(
         guards.reserve,
@@ -223,6 +251,24 @@ async def prepare(
         now=now,
         address=client,
     )
+    return PreparedAsk(
+        trace_id, _graph_drive(deps, start, key, holds, amount, now, trace_id, looked)
+    )
+
+
+def _graph_drive(
+    deps: Deps,
+    start: GraphState,
+    key: CacheKey | None,
+    holds: list[guards.Hold],
+    amount: Decimal,
+    now: float,
+    trace_id: str,
+    looked: first.LookedUp | None,
+) -> _Drive:
+    """The run of the graph from `start`, under the holds made for it (`amount` each)."""
+    settings = deps.settings
+    question, session_id = start.question, start.session_id
 
     async def answer_from_graph(emit: runner.Emit) -> AskResult:
         # The meter sees every model call and embedding, also those of a run that
@@ -235,19 +281,22 @@ async def prepare(
         meter = billing.Meter(allowance)
         try:
             final = await runner.run(
-                GraphState(
-                    question=question, session_id=session_id, top_k=top_k, history=tuple(history)
-                ),
+                start,
                 deps,
                 meter=meter,
                 deadline=deadlines.after(settings.request_deadline(), start=now),
                 emit=emit,
             )
         finally:
-            spent = guards.usd(meter.usage.cost_usd)
+            # The holds also cover the curated lookup made before the graph, if any.
+            before = looked.usage.cost_usd if looked is not None else 0.0
+            spent = guards.usd(meter.usage.cost_usd + before)
             # A settle that fails must not replace the run's own error (or lose its
             # answer): the hold then stays on the ledger, which errs towards the cap.
             await _best_effort("settle", trace_id, lambda: guards.settle(deps.state, holds, spent))
+        if looked is not None and looked.match is not None:
+            steps = tuple(looked.step(s) if s.node == "curated" else s for s in final.trace)
+            final = dataclasses.replace(final, trace=steps)
 
         decision: Decision = final.decision or "declined"
         if key is not None and guards.cacheable(final):
@@ -279,13 +328,60 @@ async def prepare(
         )
         return result
 
-    return PreparedAsk(trace_id, answer_from_graph)
+    return answer_from_graph
 
 
-def _cache_key(deps: Deps, question: str, top_k: int) -> CacheKey:
+def _curated_state(deps: Deps) -> CuratedState | None:
+    """The curated answers' count and generation; None when none can be served."""
+    if deps.curated is None or lookup.rule(deps.settings, deps.embedder.name) is None:
+        return None
+    return deps.curated.state()
+
+
+async def _curated_first(
+    deps: Deps, question: str, session_id: str, client: str | None, now: float, trace_id: str
+) -> tuple[first.LookedUp | None, list[guards.Hold]]:
+    """The curated lookup under a hold of its own embeddings' cost (none when they are
+    free). A lookup that fails is logged and settled: the graph then runs without it.
+    A found answer keeps its holds, which its run settles; otherwise they are settled now."""
+    amount = first.reservation_usd(deps.settings, deps)
+    holds: list[guards.Hold] = []
+    if amount > 0:
+        holds = await asyncio.to_thread(
+            guards.reserve,
+            deps.state,
+            deps.settings,
+            session_id=session_id,
+            amount=amount,
+            now=now,
+            address=client,
+        )
+    meter = billing.Meter(float(amount))
+    looked: first.LookedUp | None = None
+    try:
+        looked = await first.look_up(deps, question, meter)
+    except Exception as error:  # the shortcut is lost, not the question
+        logger.warning(
+            "the curated answers could not be looked up; retrieving instead",
+            exc_info=withheld(error),
+            extra={"trace_id": trace_id, "error_type": type_name(error)},
+        )
+    if looked is None or looked.match is None:
+        spent = guards.usd(meter.usage.cost_usd)
+        await _best_effort("settle", trace_id, lambda: guards.settle(deps.state, holds, spent))
+        # Settled here: the graph's run must not count this lookup again.
+        looked = dataclasses.replace(looked, usage=NO_USAGE) if looked is not None else None
+        return looked, []
+    return looked, holds
+
+
+def _cache_key(deps: Deps, question: str, top_k: int, curated_generation: int) -> CacheKey:
     fingerprint = guards.settings_fingerprint(
         deps.settings, chat=deps.chat.name, embedder=deps.embedder.name, top_k=top_k
     )
+    if curated_generation:
+        curated = f"{fingerprint}\x00curated\x00{curated_generation}"
+        fingerprint = hashlib.sha256(curated.encode()).hexdigest()
     version = deps.state.corpus_version(deps.settings.index_name)
     return guards.cache_key(question, corpus_version=version, fingerprint=fingerprint)
 

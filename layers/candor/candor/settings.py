@@ -330,6 +330,16 @@ class Settings(BaseSettings):
     suggested_questions: Annotated[tuple[str, ...], NoDecode] = ()
     suggest_questions: bool = True
 
+    # The owner's loop (docs/owner-loop.md). Curated answers are served when a
+    # question asks what a curated question asks (candor.curated.matching): unset,
+    # the threshold measured for the local embedder; another embedder needs one set,
+    # measured with `candor answers measure`, before any curated answer is served.
+    curated_threshold: float | None = Field(default=None, gt=0, le=1)
+    # What `candor gaps check` may spend in a UTC day, apart from the visitors' budget.
+    owner_budget_usd: Decimal = Field(default=Decimal("1"), ge=0, decimal_places=6)
+    # The questions of one gap `candor gaps check` asks again, at most.
+    gap_questions: int = Field(default=3, ge=1, le=10)
+
     _origins = field_validator("allowed_origins", mode="before")(parse_origins)
 
     @field_validator("suggested_questions", mode="before")
@@ -435,6 +445,11 @@ class Settings(BaseSettings):
     @property
     def state_path(self) -> Path:
         return self.data_dir / "state.sqlite3"
+
+    @property
+    def curated_index_path(self) -> Path:
+        """The curated questions' own index, beside the documents' (candor.curated.library)."""
+        return self.data_dir / "curated" / f"{self.index_name}.sqlite3"
 
     def rerank_price(self, model: str) -> float:
         """US dollars per rerank unit; an unpriced reranker is a configuration error."""

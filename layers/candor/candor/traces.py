@@ -29,6 +29,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from candor import observability
+from candor.curated.records import CITATION_PREFIX
 from candor.graph import nodes, prompts
 from candor.graph.state import (
     Citation,
@@ -113,6 +114,8 @@ class Trace:
     # How moderate judged the message (None: the answer cache answered, or the
     # trace was stored before screening was recorded).
     screening: ScreeningRecord | None = None
+    # The owner's curated answer that answered it (candor.curated), if one did.
+    curated_id: str | None = None
     feedback: Feedback | None = field(default=None, compare=False)
 
     @property
@@ -226,6 +229,15 @@ def build(
         grades=result.grades if keep else tuple(_without_names(g) for g in result.grades),
         support=result.support,
         screening=final.screening if final is not None else None,
+        curated_id=curated_id(result.citations),
+    )
+
+
+def curated_id(citations: tuple[Citation, ...]) -> str | None:
+    """The curated answer an answer's citations name (its one chip), or None."""
+    return next(
+        (c.id.removeprefix(CITATION_PREFIX) for c in citations if c.id.startswith(CITATION_PREFIX)),
+        None,
     )
 
 

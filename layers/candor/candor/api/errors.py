@@ -23,6 +23,7 @@ from candor.errors import (
     BudgetExhaustedError,
     CandorError,
     ConfigurationError,
+    CuratedAnswerError,
     DeadlineExceededError,
     IndexError_,
     IngestError,
@@ -110,6 +111,10 @@ TABLE: tuple[tuple[type[BaseException], Row], ...] = (
         Row(415, "unsupported_media_type", "send the request body as application/json"),
     ),
     (IngestError, Row(422, "document_rejected", "the document could not be ingested")),
+    (
+        CuratedAnswerError,
+        Row(422, "curated_answer_rejected", "the curated answer cannot be kept as given"),
+    ),
     (
         RateLimitedError,
         Row(429, "rate_limited", lambda e: e.reason, retry_after=lambda e: e.retry_after),

@@ -13,6 +13,8 @@ from candor.cli.common import EXIT_FAILED, EXIT_USAGE, Commands, settings_or_exi
 
 if TYPE_CHECKING:
     from candor import review
+    from candor.ports import StateStore
+    from candor.settings import Settings
 
 
 def cmd_insights(args: argparse.Namespace) -> int:
@@ -84,7 +86,16 @@ def cmd_feedback_review(args: argparse.Namespace) -> int:
     if not 1 <= args.since <= 3650:
         print("candor: --since must be between 1 and 3650", file=sys.stderr)
         return EXIT_USAGE
-    state = build_state(settings_or_exit())
+    settings = settings_or_exit()
+    state = build_state(settings)
+    if args.as_answer:
+        return _approve_as_answer(args, settings, state)
+    if args.answer is not None or args.question is not None or args.url or args.edit:
+        print(
+            "candor: --answer, --question, --url and --edit go with --approve KEY --as-answer",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     decisions: list[tuple[str, review.Decision]] = [
         *((key, "approved") for key in args.approve or ()),
         *((key, "rejected") for key in args.reject or ()),
@@ -110,6 +121,59 @@ def cmd_feedback_review(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+def _approve_as_answer(args: argparse.Namespace, settings: Settings, state: StateStore) -> int:
+    """Approve one rating and keep its better answer, as edited, as a curated answer."""
+    from candor.curated import approval
+    from candor.factory import build_curation, build_embedder
+
+    if args.reject or not args.approve or len(args.approve) != 1:
+        print("candor: --as-answer takes exactly one --approve KEY", file=sys.stderr)
+        return EXIT_USAGE
+    (key,) = args.approve
+    now = time.time()
+    answer = args.answer
+    if args.edit:
+        found = approval.proposal(state, key, now=now)
+        if found is None:
+            print(f"{key}: {_REVIEW_OUTCOMES['unknown']}")
+            return EXIT_FAILED
+        answer = _edited(answer if answer is not None else found.answer or "")
+    embedder = build_embedder(settings)
+    outcome, added = approval.approve_as_answer(
+        state,
+        build_curation(settings, embedder),
+        embedder,
+        key,
+        question=args.question,
+        answer=answer,
+        url=args.url,
+        now=now,
+    )
+    print(f"{key}: {_REVIEW_OUTCOMES[outcome]}")
+    if added is None:
+        return EXIT_FAILED
+    print(f"kept as curated answer {added.id}")
+    return 0
+
+
+def _edited(text: str) -> str:
+    """`text` as the owner leaves it in their editor ($VISUAL, $EDITOR, else vi)."""
+    import os
+    import shlex
+    import subprocess
+    import tempfile
+
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False, encoding="utf-8") as f:
+        f.write(text)
+        path = Path(f.name)
+    try:
+        subprocess.run([*shlex.split(editor), str(path)], check=True)
+        return path.read_text(encoding="utf-8")
+    finally:
+        path.unlink(missing_ok=True)
 
 
 _REVIEW_OUTCOMES = {
@@ -187,4 +251,15 @@ def register(commands: Commands) -> None:
     review.add_argument("--json", action="store_true", help="one JSON object a line")
     review.add_argument("--approve", nargs="+", metavar="KEY", help="keys as listed")
     review.add_argument("--reject", nargs="+", metavar="KEY", help="keys as listed")
+    review.add_argument(
+        "--as-answer",
+        action="store_true",
+        help="with one --approve KEY: also keep its better answer as a curated answer",
+    )
+    review.add_argument("--answer", default=None, help="with --as-answer: your text instead")
+    review.add_argument("--question", default=None, help="with --as-answer: the question to match")
+    review.add_argument("--url", default=None, help="with --as-answer: a page the chip links to")
+    review.add_argument(
+        "--edit", action="store_true", help="with --as-answer: edit the text in $EDITOR first"
+    )
     review.set_defaults(run=cmd_feedback_review)

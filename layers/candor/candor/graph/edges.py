@@ -6,7 +6,7 @@ from typing import Literal
 
 from candor.graph.state import GraphState
 
-Node = Literal["moderate", "route", "retrieve", "grade", "rewrite", "generate", "END"]
+Node = Literal["moderate", "route", "curated", "retrieve", "grade", "rewrite", "generate", "END"]
 
 
 def after_moderate(state: GraphState) -> Node:
@@ -20,9 +20,15 @@ def after_route(state: GraphState) -> Node:
         case "code_refused":
             return "END"
         case None:
-            return "retrieve"
+            # A follow-up is read with the history: no curated question asks it.
+            look = state.curated_look or state.curated_found is not None
+            return "curated" if look and state.intent == "question" else "retrieve"
         case other:
             raise ValueError(f"route left an unexpected decision: {other!r}")
+
+
+def after_curated(state: GraphState) -> Node:
+    return "END" if state.curated_id is not None else "retrieve"
 
 
 def after_retrieve(state: GraphState) -> Node:

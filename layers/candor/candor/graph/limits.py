@@ -27,6 +27,7 @@ from functools import lru_cache
 from pydantic import BaseModel
 
 from candor import packing
+from candor.curated import lookup
 from candor.graph import prompts
 from candor.graph.schemas import Moderation, Rewrite, Triage
 from candor.settings import Settings
@@ -58,6 +59,7 @@ NODE_CALLS: dict[str, tuple[Slot, ...]] = {
     # the look clears it and the classifier was unsure of its kind. Often neither.
     "moderate": (("triage", "moderation"), ("triage", "moderation")),
     "route": (),
+    "curated": (),  # embeds the question and a few words: EMBEDDINGS
     "retrieve": (),  # embeds the query and the sentences it packs: EMBEDDINGS
     "grade": (("grade",),),
     "rewrite": (("rewrite",),),
@@ -69,6 +71,7 @@ QUERY_CHARS = prompts.QUESTION_CHARS
 # its query (cut at QUERY_CHARS), then the sentences it packs (candor.packing: at
 # most MAX_UNITS, each cut at UNIT_EMBED_CHARS).
 EMBEDDINGS: dict[str, tuple[int, ...]] = {
+    "curated": lookup.embedding_bounds(),
     "retrieve": (QUERY_CHARS,) + (packing.UNIT_EMBED_CHARS,) * packing.MAX_UNITS,
 }
 
@@ -84,6 +87,7 @@ def visits(max_attempts: int) -> dict[str, int]:
     return {
         "moderate": 1,
         "route": 1,
+        "curated": 1,
         "retrieve": max_attempts,
         "grade": max_attempts,
         "rewrite": max_attempts - 1,

@@ -29,7 +29,7 @@ from candor.billing import Bill, Meter
 from candor.deadline import Deadline
 from candor.deps import Deps
 from candor.errors import ConfigurationError
-from candor.graph import edges, limits, nodes
+from candor.graph import curated, edges, limits, nodes
 from candor.graph.answer_text import AnswerCleaner
 from candor.graph.state import GraphState, TraceStep, Update
 from candor.ports import (
@@ -56,6 +56,7 @@ NODES: dict[str, NodeFn] = observability.traced_nodes(
     {
         "moderate": nodes.moderate,
         "route": nodes.route,
+        "curated": curated.curated,
         "retrieve": nodes.retrieve,
         "grade": nodes.grade,
         "rewrite": nodes.rewrite,
@@ -87,6 +88,8 @@ Emit = Callable[[Event], None]
 
 # The node whose streamed text is the reply the visitor sees.
 STREAMING_NODE = "generate"
+# A node whose answer is written already (the owner's): streamed as it ends.
+WRITTEN_NODE = "curated"
 
 
 def _ignore(event: Event) -> None:
@@ -289,6 +292,8 @@ def next_node(current: str, state: GraphState, max_attempts: int) -> str:
             return edges.after_moderate(state)
         case "route":
             return edges.after_route(state)
+        case "curated":
+            return edges.after_curated(state)
         case "retrieve":
             return edges.after_retrieve(state)
         case "grade":
@@ -362,6 +367,9 @@ async def run(
                 tokens_evaluated=usage.tokens_evaluated,
             )
             trace.append(step)
+            if current == WRITTEN_NODE and "answer" in update:
+                for piece in curated.pieces(update["answer"]):
+                    emit(TokenEvent(piece))
             emit(StepEvent(step))
             state = dataclasses.replace(state, **update)
             current = next_node(current, state, max_attempts)

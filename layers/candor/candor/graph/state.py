@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, TypedDict
 
+from candor.curated.records import CuratedAnswer
 from candor.ports import Turn
 from candor.types import NOT_REPORTED, Hit
 
@@ -146,6 +147,11 @@ class GraphState:
     grades: tuple[GradeRecord, ...] = ()
     support: SupportCheck | None = None
     screening: ScreeningRecord | None = None
+    # Curated answers (candor.graph.curated): look them up after route, or serve the
+    # one the service found before it reserved for the graph; the id of the one served.
+    curated_look: bool = False
+    curated_found: CuratedAnswer | None = None
+    curated_id: str | None = None
     trace: tuple[TraceStep, ...] = field(default=())
 
 
@@ -164,3 +170,4 @@ class Update(TypedDict, total=False):
     grades: tuple[GradeRecord, ...]
     support: SupportCheck
     screening: ScreeningRecord
+    curated_id: str
