@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from candor import guards
 from candor.backends.hashing_embedder import HashingEmbedder
 from candor.curated import matching
 from candor.curated.matching import MatchRule
@@ -107,3 +108,35 @@ def test_the_local_embedders_rule_is_measured_and_others_are_not() -> None:
     assert matching.measured_rule("all-MiniLM-L6-v2-int8-matmul-7b268cd91cdd") is not None
     assert matching.measured_rule("text-embedding-3-small") is None
     assert matching.measured_rule("hashing-384") is None
+
+
+@pytest.mark.parametrize(
+    "word",
+    [
+        "-d",
+        "-D",
+        "--Depth",
+        "HEAD~2",
+        "v1.0",
+        "SQLITE_BUSY",
+        "gc.auto",
+        ".headers",
+        "10,20",
+        "$HOME",
+    ],
+)
+def test_every_word_whose_case_the_answer_cache_keeps_is_an_exact_name(word: str) -> None:
+    # The answer cache keys -d and -D apart (candor.guards.normalise); the curated match
+    # must not serve one's answer to the other either.
+    assert guards.normalise(word) == word
+    assert matching.is_name(word)
+
+
+def test_a_hyphenated_word_is_a_word_to_the_match_though_the_cache_keeps_its_case() -> None:
+    assert guards.normalise("Remote-Tracking") == "Remote-Tracking"
+    assert not matching.is_name("remote-tracking")
+    assert matching.content_words("list remote-tracking branches") == [
+        "list",
+        "remote-tracking",
+        "branches",
+    ]

@@ -72,13 +72,8 @@ def measured_rule(embedder: str) -> MatchRule | None:
 
 # What surrounds a word without being part of it.
 _EDGES = "?!,;:()[]{}\"'`“”‘’<>«»"
-_OPTION = re.compile(r"^--?[A-Za-z0-9]")
-# Punctuation inside a word that makes it a name: HEAD~2, origin/main, gc.auto,
-# --prune=now, foreign_keys, 10,20, HEAD^, user@host, a:b.
-_INNER = re.compile(r"[A-Za-z0-9][~^@/_=.,:+#][A-Za-z0-9~^]|[A-Za-z0-9][~^]$")
-_DOT_COMMAND = re.compile(r"^\.[A-Za-z]")
 _CAMEL = re.compile(r"[a-z][A-Z]")
-_CALL = re.compile(r"^[A-Za-z_][\w.]*\(\)$")
+_HYPHENATED = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)+")
 _CALLED = re.compile(r"[A-Za-z_][\w.]*\(\)")
 
 
@@ -88,15 +83,18 @@ def _word(raw: str) -> str:
 
 
 def is_name(word: str) -> bool:
-    """A code-like name or a number: what a paraphrase keeps as it is."""
-    return bool(
-        _OPTION.match(word)
-        or any(c.isdigit() for c in word)
-        or _INNER.search(word)
-        or _DOT_COMMAND.match(word)
-        or _CAMEL.search(word)
-        or _CALL.match(word)
-    )
+    """A code-like name or a number: what a paraphrase keeps as it is.
+
+    The answer cache's rule (candor.guards.normalise) with two more: a word of letters
+    is a plain word, unless it is camelCase; and a hyphenated word of letters
+    ("remote-tracking", "read-only") is a plain word here too, since a paraphrase may
+    say it otherwise. Anything else (an option, a number, a version, a path, a setting,
+    a dot-command) is a name.
+    """
+    letters = word.replace("'", "").replace("’", "")
+    if letters.isalpha():
+        return bool(_CAMEL.search(letters))
+    return bool(letters) and not _HYPHENATED.fullmatch(letters)
 
 
 def exact_names(text: str) -> frozenset[str]:
