@@ -62,8 +62,11 @@ def test_the_ask_function_may_read_curated_answers_and_not_write_them(
 
     # When visitors ask it, and something else, through the app
     chat = ScriptedChatModel(
-        {"Triage": [{"abusive": False, "kind": "question"}] * 2, "judge": [False, False]}
-        | {"Rewrite": [{"query": "branch"}]}
+        {
+            "Triage": [{"abusive": False, "kind": "question"}] * 2,
+            "judge": [False, False],
+            "Rewrite": [{"query": "branch"}],
+        }
     )
     deps = allowing(
         Deps(

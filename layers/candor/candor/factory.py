@@ -17,6 +17,7 @@ from candor.settings import Settings
 if TYPE_CHECKING:
     from candor.curated.library import Curation
     from candor.curated.records import CuratedAnswers
+    from candor.gaps.records import GapStore
     from candor.handoffs.store import HandoffStore
     from candor.ingest.s3 import S3Ingestion
 
@@ -156,6 +157,27 @@ def build_curated_answers(settings: Settings) -> CuratedAnswers:
             if not settings.state_table:
                 raise ConfigurationError("CANDOR_STATE_TABLE must name the DynamoDB table")
             return DynamoDBCuratedAnswers(
+                settings.state_table,
+                endpoint_url=settings.dynamodb_endpoint_url,
+                region=settings.aws_region,
+            )
+        case other:
+            raise ConfigurationError(f"state backend {other!r} is not available yet")
+
+
+def build_gaps(settings: Settings) -> GapStore:
+    """The gaps' store: in the state store's SQLite file or DynamoDB table."""
+    match settings.state_backend:
+        case "sqlite":
+            from candor.backends.sqlite_gaps import SqliteGaps
+
+            return SqliteGaps(settings.state_path)
+        case "dynamodb":
+            from candor.backends.dynamodb_gaps import DynamoDBGaps
+
+            if not settings.state_table:
+                raise ConfigurationError("CANDOR_STATE_TABLE must name the DynamoDB table")
+            return DynamoDBGaps(
                 settings.state_table,
                 endpoint_url=settings.dynamodb_endpoint_url,
                 region=settings.aws_region,

@@ -257,10 +257,25 @@ def write_chart(data: dict[str, Any], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     days = [row["day"] for row in data["per_day"]]
+    rows = data["per_day"]
     x = np.arange(len(days))
     figure, axes = plt.subplots(figsize=(max(6.0, 0.6 * len(days) + 2), 3.5))
-    axes.bar(x - 0.2, [r["questions"] for r in data["per_day"]], 0.4, label="questions")
-    axes.bar(x + 0.2, [r["declined"] for r in data["per_day"]], 0.4, label="declined")
+    # With the owner's loop (candor.owner_report): curated answers served beside them,
+    # and the gaps opened and closed each day as marks above.
+    loop = "curated" in rows[0] if rows else False
+    width = 0.27 if loop else 0.4
+    axes.bar(x - width, [r["questions"] for r in rows], width, label="questions")
+    axes.bar(x, [r["declined"] for r in rows], width, label="declined")
+    if loop:
+        axes.bar(x + width, [r["curated"] for r in rows], width, label="curated answers")
+        top = max([r["questions"] for r in rows] + [1]) * 1.1
+        for key, marker, label in (
+            ("gaps_opened", "v", "gap opened"),
+            ("gaps_closed", "^", "gap closed"),
+        ):
+            days_with = [i for i, r in enumerate(rows) if r[key]]
+            if days_with:
+                axes.scatter(days_with, [top] * len(days_with), marker=marker, label=label)
     axes.set_xticks(x, [day[5:] for day in days], rotation=45, ha="right")
     axes.set_ylabel("requests")
     axes.set_title(f"candor: questions and declines per day ({days[0]} to {days[-1]})")

@@ -116,6 +116,9 @@ class Trace:
     screening: ScreeningRecord | None = None
     # The owner's curated answer that answered it (candor.curated), if one did.
     curated_id: str | None = None
+    # Each cited document with the version (its ingest fingerprint) the answer read, so
+    # that insights can tell which answers cited what has since changed or gone.
+    cited_versions: tuple[tuple[str, str], ...] = ()
     feedback: Feedback | None = field(default=None, compare=False)
 
     @property
@@ -157,6 +160,7 @@ class Trace:
                 "screening": ScreeningRecord(**data["screening"])
                 if data.get("screening")
                 else None,
+                "cited_versions": tuple(tuple(v) for v in data.get("cited_versions", ())),
                 "feedback": Feedback.from_json(stored.feedback) if stored.feedback else None,
             }
         )
@@ -230,7 +234,29 @@ def build(
         support=result.support,
         screening=final.screening if final is not None else None,
         curated_id=curated_id(result.citations),
+        cited_versions=cited_versions(result.citations, final),
     )
+
+
+# The chunk metadata key of its document's ingest fingerprint (candor.ingest.pipeline
+# HASH_KEY; not imported, so that the ask function does not load the ingest modules).
+DOC_HASH_KEY = "doc_hash"
+
+
+def cited_versions(
+    citations: tuple[Citation, ...], final: GraphState | None
+) -> tuple[tuple[str, str], ...]:
+    """(source, fingerprint) of each document the answer cited, from the passages it
+    read; none when the cache answered (the passages are not at hand)."""
+    if final is None:
+        return ()
+    cited = {c.id for c in citations}
+    found: dict[str, str] = {}
+    for hit in final.passages:
+        version = hit.chunk.metadata.get(DOC_HASH_KEY)
+        if hit.chunk.id in cited and isinstance(version, str):
+            found.setdefault(hit.chunk.source, version)
+    return tuple(sorted(found.items()))
 
 
 def curated_id(citations: tuple[Citation, ...]) -> str | None:

@@ -67,6 +67,33 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     return EXIT_FAILED if report.failures and not report.chunks else 0
 
 
+def cmd_forget(args: argparse.Namespace) -> int:
+    """Remove documents from the index by their source, as `candor ingest` named them."""
+    from candor.factory import build_embedder, build_index, build_state
+    from candor.ingest.pipeline import complete, delete_document
+    from candor.ingest.records import CompletionRecords
+
+    settings = settings_or_exit()
+    index = build_index(settings, build_embedder(settings))
+    records = CompletionRecords(build_state(settings), settings.index_name)
+    outcomes = [delete_document(source, index=index, records=records) for source in args.sources]
+    # The corpus version moves once, retiring cached answers that could cite them;
+    # each document's record is then cleared (candor.ingest.records).
+    done, _ = complete(outcomes, records)
+    failed = 0
+    for outcome in done:
+        match outcome.status:
+            case "deleted":
+                print(f"{outcome.source}: removed ({outcome.deleted} chunks)")
+            case "absent":
+                print(f"{outcome.source}: not in the index")
+                failed += 1
+            case _:
+                print(f"{outcome.source}: failed: {outcome.reason}")
+                failed += 1
+    return EXIT_FAILED if failed else 0
+
+
 def cmd_stats(args: argparse.Namespace) -> int:
     """What the index holds: documents, chunks, and the corpus version."""
     from candor.factory import build_embedder, build_index, build_state
@@ -116,6 +143,12 @@ def register(commands: Commands) -> None:
     ingest.add_argument("paths", nargs="+", type=Path, metavar="PATH")
     ingest.add_argument("--json", action="store_true", help="print counts as JSON")
     ingest.set_defaults(run=cmd_ingest)
+
+    forget = commands.add_parser(
+        "forget", help="remove documents from the index (by source, as ingest named them)"
+    )
+    forget.add_argument("sources", nargs="+", metavar="SOURCE")
+    forget.set_defaults(run=cmd_forget)
 
     stats = commands.add_parser("stats", help="documents and chunks in the index")
     stats.add_argument("--json", action="store_true", help="print the counts as JSON")

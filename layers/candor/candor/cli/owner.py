@@ -7,14 +7,15 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from candor.cli.common import EXIT_FAILED, EXIT_USAGE, Commands, settings_or_exit
 
 if TYPE_CHECKING:
     from candor import review
-    from candor.ports import StateStore
+    from candor.ports import Embedder, StateStore
     from candor.settings import Settings
+    from candor.traces import Trace
 
 
 def cmd_insights(args: argparse.Namespace) -> int:
@@ -38,11 +39,55 @@ def cmd_insights(args: argparse.Namespace) -> int:
 
     handoffs = listed(build_handoff_store(settings), args.days, now=now)
     data["handoffs"] = insights.handoff_counts(handoffs)
-    print(json.dumps(data, ensure_ascii=False) if args.json else insights.to_markdown(data))
+    data = _with_the_loop(data, traces, settings, embedder, now)
+    if args.json:
+        print(json.dumps(data, ensure_ascii=False))
+    else:
+        from candor import owner_report
+
+        print(insights.to_markdown(data) + "\n" + owner_report.to_markdown(data), end="")
     if args.png is not None:
         insights.write_chart(data, args.png)
         print(f"wrote {args.png}", file=sys.stderr)
     return 0
+
+
+def _with_the_loop(
+    data: dict[str, Any],
+    traces: list[Trace],
+    settings: Settings,
+    embedder: Embedder | None,
+    now: float,
+) -> dict[str, Any]:
+    """The owner's loop in the report: the period's missing questions counted into
+    gaps (opening new ones), curated answers served, and answers that cited what has
+    since changed or gone (candor.owner_report)."""
+    from candor import owner_report
+    from candor.factory import (
+        build_curated_answers,
+        build_embedder,
+        build_gaps,
+        build_index,
+        build_state,
+    )
+    from candor.gaps import opening
+    from candor.ingest.records import CompletionRecords
+    from candor.stale_citations import StaleCitations, stale_citations
+
+    missing = opening.missing_questions(traces)
+    if missing and embedder is None:
+        embedder = build_embedder(settings)
+    gaps = opening.refresh(
+        build_gaps(settings), traces, embedder, settings.index_name, now=now
+    ).gaps
+    curated = build_curated_answers(settings).list_curated(settings.index_name)
+    state = build_state(settings)
+    finder = StaleCitations(
+        build_index(settings, embedder or build_embedder(settings)),
+        CompletionRecords(state, settings.index_name),
+    )
+    stale = stale_citations(traces, finder)
+    return owner_report.loop_report(data, traces, gaps, curated, stale)
 
 
 def cmd_export_dpo(args: argparse.Namespace) -> int:

@@ -182,9 +182,10 @@ def summarise(records: Sequence[AgentRecord]) -> dict[str, Any]:
             sum(r.keywords_present() for r in answerable if r.judged_by_keywords),
             sum(1 for r in answerable if r.judged_by_keywords),
         ),
+        # Of the answers to questions that name their pages (a gap's names none yet).
         "citation_accuracy": (
             sum(1 for r in answered if set(r.cited_sources) & _documents(r.expected_sources)),
-            len(answered),
+            sum(1 for r in answered if r.expected_sources),
         ),
         "citation_validity": (sum(r.citations_valid for r in all_answered), citations),
         "rewrite_rate": (sum(1 for r in retrieving if r.rewrites), len(retrieving)),

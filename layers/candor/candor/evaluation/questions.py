@@ -57,7 +57,11 @@ def _check(row: Any, sources: Collection[str] | None) -> list[str]:
     if kind not in KINDS:
         problems.append(f"unknown kind {kind!r}; expected one of {', '.join(sorted(KINDS))}")
     expected = row.get("expected_sources", [])
-    if kind in ANSWERABLE_KINDS and not expected:
+    if "gap" in row and (not isinstance(row["gap"], str) or not row["gap"]):
+        problems.append("'gap' must be a non-empty string")
+    # A gap's question (candor gaps export) has no page yet: the documents that will
+    # answer it are not known until they do.
+    if kind in ANSWERABLE_KINDS and not expected and "gap" not in row:
         problems.append(f"a {kind} question needs 'expected_sources'")
     if kind == "multi_hop" and len(expected) < 2:
         problems.append("a multi_hop question needs at least two 'expected_sources'")
