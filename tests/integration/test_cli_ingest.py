@@ -69,4 +69,5 @@ def test_stats_json_prints_documents_chunks_and_the_corpus_version(
         "documents": 3,
         "chunks": 3,
         "corpus_version": 2,
+        "sites": [],  # no site synced (`candor sync`)
     }

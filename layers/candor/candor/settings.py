@@ -299,6 +299,29 @@ class Settings(BaseSettings):
     # session_max_age_seconds (30 days) after its last turn.
     history_ttl_seconds: int = Field(default=1800, ge=60, le=86_400)
 
+    # Site sync (`candor sync URL`; on AWS the sync function, for each of sync_sites):
+    # candor.sync and docs/sync.md. sync_hosts: hosts besides the start URL's whose
+    # pages belong to the site. The user agent is sync_user_agent (the token robots.txt
+    # rules are matched against), its version, and sync_contact_url for site operators.
+    sync_sites: Annotated[tuple[str, ...], NoDecode] = ()
+    sync_hosts: Annotated[tuple[str, ...], NoDecode] = ()
+    sync_user_agent: str = Field(default="candor", pattern=r"^[A-Za-z0-9_-]{1,40}$")
+    sync_contact_url: str | None = None
+    # Requests to one host: at most sync_concurrency at once, their starts at least
+    # sync_delay_seconds apart (longer when robots.txt asks with Crawl-delay).
+    sync_delay_seconds: float = Field(default=0.5, ge=0, le=60)
+    sync_concurrency: int = Field(default=2, ge=1, le=8)
+    sync_timeout_seconds: float = Field(default=30.0, gt=0, le=300, description="one page")
+    # Limits of one sync; each stops it with a message that names it.
+    sync_max_pages: int = Field(default=10_000, ge=1, le=100_000)
+    sync_max_page_bytes: int = Field(default=10 * 1024 * 1024, ge=1024)
+    sync_max_total_bytes: int = Field(default=2 * 1024**3, ge=1024)
+    sync_max_seconds: int = Field(default=4 * 3600, ge=1)
+    # A page missing from sync_grace complete syncs in a row is removed; a sync that
+    # would remove more than sync_max_removal_share of the known pages removes none.
+    sync_grace: int = Field(default=2, ge=1, le=100)
+    sync_max_removal_share: float = Field(default=0.3, ge=0, le=1)
+
     # Hand-offs (docs/handoffs.md): a visitor candor cannot help sends the conversation
     # and a message to the site's team. On when a destination is set: a webhook (a
     # signed JSON POST) and, on AWS, an e-mail through SES from a verified address.
@@ -413,6 +436,34 @@ class Settings(BaseSettings):
         if filled.get("pack_sentences") in (None, ""):
             filled["pack_sentences"] = budget.sentences
         return filled
+
+    @field_validator("sync_sites", "sync_hosts", mode="before")
+    @classmethod
+    def _comma_list(cls, value: object) -> tuple[str, ...]:
+        if isinstance(value, str):
+            parts: list[str] = value.split(",")
+        elif isinstance(value, list | tuple | set | frozenset):
+            parts = [str(part) for part in value]
+        else:
+            raise ValueError("a comma-separated list")
+        return tuple(dict.fromkeys(part.strip() for part in parts if part.strip()))
+
+    @field_validator("sync_sites")
+    @classmethod
+    def _site_urls(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [url for url in value if not is_public_url(url)]
+        if bad:
+            raise ValueError(f"not http(s) addresses: {', '.join(bad)}")
+        return value
+
+    @field_validator("sync_contact_url")
+    @classmethod
+    def _contact(cls, value: str | None) -> str | None:
+        if not value:
+            return None
+        if not is_public_url(value):
+            raise ValueError("an absolute http(s) address where site operators reach you")
+        return value
 
     @field_validator("source_base_url")
     @classmethod

@@ -11,7 +11,17 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from candor.cli import answers, asking, assistants, documents, evaluate, gaps, handoffs, owner
+from candor.cli import (
+    answers,
+    asking,
+    assistants,
+    documents,
+    evaluate,
+    gaps,
+    handoffs,
+    owner,
+    sync,
+)
 from candor.cli.asking import ask_and_show
 from candor.cli.common import EXIT_FAILED, EXIT_USAGE
 from candor.errors import CandorError
@@ -19,7 +29,7 @@ from candor.errors import CandorError
 __all__ = ["EXIT_FAILED", "EXIT_USAGE", "ask_and_show", "build_parser", "main"]
 
 # In the order `candor --help` lists them.
-GROUPS = (documents, asking, assistants, evaluate, owner, handoffs, answers, gaps)
+GROUPS = (documents, sync, asking, assistants, evaluate, owner, handoffs, answers, gaps)
 
 
 def build_parser() -> argparse.ArgumentParser:

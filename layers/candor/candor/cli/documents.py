@@ -98,15 +98,21 @@ def cmd_stats(args: argparse.Namespace) -> int:
     """What the index holds: documents, chunks, and the corpus version."""
     from candor.factory import build_embedder, build_index, build_state
     from candor.ingest.pipeline import count_documents
+    from candor.sync.setup import build_sync_store
 
     settings = settings_or_exit()
     index = build_index(settings, build_embedder(settings))
+    sites = build_sync_store(settings).sites(settings.index_name)
     stats = {
         "index": settings.index_name,
         "backend": settings.index_backend,
         "documents": count_documents(index),
         "chunks": index.count(),
         "corpus_version": build_state(settings).corpus_version(settings.index_name),
+        "sites": [
+            {"site": s.site, "pages": s.pages, "last_sync": s.last_sync, "summary": s.summary}
+            for s in sites
+        ],
     }
     if args.json:
         print(json.dumps(stats))
@@ -116,7 +122,16 @@ def cmd_stats(args: argparse.Namespace) -> int:
             f"{settings.index_name!r} ({settings.index_backend}); "
             f"corpus version {stats['corpus_version']}"
         )
+        for site in sites:
+            when = "never finished" if site.last_sync is None else _when(site.last_sync)
+            print(f"  site {site.site}: {site.pages} pages, last synced {when}")
     return 0
+
+
+def _when(timestamp: float) -> str:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def cmd_models(args: argparse.Namespace) -> int:
@@ -150,7 +165,9 @@ def register(commands: Commands) -> None:
     forget.add_argument("sources", nargs="+", metavar="SOURCE")
     forget.set_defaults(run=cmd_forget)
 
-    stats = commands.add_parser("stats", help="documents and chunks in the index")
+    stats = commands.add_parser(
+        "stats", help="documents and chunks in the index, and each synced site's pages"
+    )
     stats.add_argument("--json", action="store_true", help="print the counts as JSON")
     stats.set_defaults(run=cmd_stats)
 
