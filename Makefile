@@ -162,8 +162,9 @@ build: sam validate
 #   make invoke FN=ask EVENT=events/ask.json
 #   make invoke FN=ingest EVENT=events/s3-put.json
 #   make invoke FN=handoff EVENT=events/handoff-sqs.json
+#   make invoke FN=sync EVENT=events/sync-schedule.json   (the fixture site, moto S3 and SQS)
 invoke: install
-	@test -n "$(FN)" -a -n "$(EVENT)" || { echo "usage: make invoke FN=ask|feedback|ingest|handoff EVENT=events/NAME.json"; exit 2; }
+	@test -n "$(FN)" -a -n "$(EVENT)" || { echo "usage: make invoke FN=ask|feedback|ingest|handoff|sync EVENT=events/NAME.json"; exit 2; }
 	$(BIN)/python -m scripts.invoke $(FN) $(EVENT)
 
 # Concurrency proofs of the guards on DynamoDB Local and SQLite, then a sustained mixed run

@@ -1,4 +1,4 @@
-"""`make invoke FN=ask|feedback|ingest|handoff EVENT=events/NAME.json`: one Lambda invocation.
+"""`make invoke FN=ask|feedback|ingest|handoff|sync EVENT=events/NAME.json`: one invocation.
 
 Runs the real handler module (functions/<FN>/app.py) with the event and a Lambda
 context, on whatever backends the CANDOR_* settings name: unset, the embedded
@@ -12,6 +12,13 @@ set as `sam local invoke` sets it, so Powertools sends no X-Ray segments. For an
 S3 event, S3 is moto's in-process one: each bucket the event names is created, and
 each key it names as created holds the file of that name in events/objects/ (a
 key with no file there, or named as removed, has no object, as after a delete).
+
+For the sync function, the docs site is the tests' fixture site
+(tests/support/sites.py) served on loopback, and S3 and SQS are moto's: the event
+is handled (`{site}` in it stands for the fixture site's URL), then every message
+it sent to the sync queue is handled in turn, each as one invocation, until the
+queue is empty; the objects the sync wrote under site/ are listed last. Its state
+is a SQLite file in a temporary folder, so each run is a first sync.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from urllib.parse import unquote_plus
 
 from tests.support.lambda_ import ROOT, LambdaContext, load_handler
 
-FUNCTIONS = ("ask", "feedback", "ingest", "handoff")
+FUNCTIONS = ("ask", "feedback", "ingest", "handoff", "sync")
 OBJECTS = ROOT / "events" / "objects"
 REGION = "eu-west-1"
 INVOKE_ORIGIN = "https://docs.example.com"
@@ -126,6 +133,86 @@ def with_signed_session(event: dict[str, Any]) -> dict[str, Any]:
     return event | {"body": json.dumps(body)}
 
 
+SYNC_BUCKET = "candor-docs-invoke"
+# The most queued steps `make invoke FN=sync` handles before it gives up.
+MAX_SYNC_STEPS = 50
+
+
+def invoke_sync(event: dict[str, Any]) -> dict[str, Any]:
+    """The sync event against the fixture site, then every step it queued, in turn."""
+    import tempfile
+
+    import boto3
+    from moto import mock_aws
+
+    from tests.support.site_server import SiteServer
+    from tests.support.sites import build_site
+
+    fake_credentials = {
+        "AWS_ACCESS_KEY_ID": "local",
+        "AWS_SECRET_ACCESS_KEY": "local",
+        "AWS_SESSION_TOKEN": "local",
+    }
+    with (
+        SiteServer() as site,
+        tempfile.TemporaryDirectory() as data,
+        mock.patch.dict(os.environ, fake_credentials),
+        mock_aws(),
+    ):
+        build_site(site)
+        region = os.environ["AWS_DEFAULT_REGION"]
+        s3 = boto3.client("s3", region_name=region)
+        where: Any = {"LocationConstraint": region}
+        s3.create_bucket(Bucket=SYNC_BUCKET, CreateBucketConfiguration=where)
+        sqs = boto3.client("sqs", region_name=region)
+        queue = sqs.create_queue(QueueName="candor-sync")["QueueUrl"]
+        settings = {
+            "CANDOR_DATA_DIR": data,
+            "CANDOR_SYNC_SITES": site.url,
+            "CANDOR_DOCUMENTS_BUCKET": SYNC_BUCKET,
+            "CANDOR_SYNC_QUEUE_URL": queue,
+            "CANDOR_SYNC_DELAY_SECONDS": os.environ.get("CANDOR_SYNC_DELAY_SECONDS", "0.1"),
+        }
+        with mock.patch.dict(os.environ, settings):
+            event = json.loads(json.dumps(event).replace("{site}", site.url))
+            responses = [invoke("sync", event)]
+            for _ in range(MAX_SYNC_STEPS):
+                got = sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=1)
+                messages = got.get("Messages", [])
+                if not messages:
+                    break
+                (message,) = messages
+                sqs.delete_message(QueueUrl=queue, ReceiptHandle=message["ReceiptHandle"])
+                responses.append(invoke("sync", sqs_event(message, queue)))
+        listed = s3.list_objects_v2(Bucket=SYNC_BUCKET, Prefix="site/").get("Contents", [])
+        objects = []
+        for item in listed:
+            head = s3.head_object(Bucket=SYNC_BUCKET, Key=item["Key"])
+            objects.append(
+                {"key": item["Key"], "url": head["Metadata"].get("url"), "bytes": item["Size"]}
+            )
+        return {"invocations": responses, "objects": objects}
+
+
+def sqs_event(message: Any, queue_url: str) -> dict[str, Any]:
+    """An SQS message as the Lambda event source delivers it."""
+    return {
+        "Records": [
+            {
+                "messageId": message["MessageId"],
+                "receiptHandle": message["ReceiptHandle"],
+                "body": message["Body"],
+                "attributes": {"ApproximateReceiveCount": "1"},
+                "messageAttributes": {},
+                "md5OfBody": message["MD5OfBody"],
+                "eventSource": "aws:sqs",
+                "eventSourceARN": f"arn:aws:sqs:{REGION}:123456789012:candor-sync",
+                "awsRegion": REGION,
+            }
+        ]
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="make invoke", description=__doc__.split("\n")[0])
     parser.add_argument("function", choices=FUNCTIONS)
@@ -133,7 +220,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     event = json.loads(args.event.read_text())
     with mock.patch.dict(os.environ, lambda_environment(args.function)):
-        response = invoke(args.function, with_signed_session(event))
+        if args.function == "sync":
+            response = invoke_sync(event)
+        else:
+            response = invoke(args.function, with_signed_session(event))
     sys.stdout.flush()
     print(json.dumps(response, indent=2, ensure_ascii=False))
     return 0

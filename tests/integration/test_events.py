@@ -24,23 +24,28 @@ from candor.api.feedback import FeedbackDeps
 from candor.backends.sqlite_state import SqliteStateStore
 from candor.ports import StoredTrace
 from candor.settings import Settings
-from scripts.invoke import OBJECTS, invoke, lambda_environment, with_signed_session
+from scripts.invoke import OBJECTS, invoke, invoke_sync, lambda_environment, with_signed_session
 from tests.conftest import MakeDeps
 from tests.support.edge import allowing
 from tests.support.fakes import ScriptedChatModel
 from tests.support.lambda_ import EVENTS, load_event
+from tests.support.sites import listed_pages, loopback_only
 from tests.unit.test_template import RESOURCES, api_routes, route_function
+
+__all__ = ["loopback_only"]
 
 pytestmark = pytest.mark.integration
 
 EVENT_FILES = sorted(p.name for p in EVENTS.glob("*.json"))
 HTTP_EVENTS = [name for name in EVENT_FILES if "httpMethod" in load_event(name)]
+SYNC_EVENTS = [name for name in EVENT_FILES if name.startswith("sync-")]
 SQS_EVENTS = [
     name
     for name in EVENT_FILES
-    if any(r.get("eventSource") == "aws:sqs" for r in load_event(name).get("Records", []))
+    if name not in SYNC_EVENTS
+    and any(r.get("eventSource") == "aws:sqs" for r in load_event(name).get("Records", []))
 ]
-S3_EVENTS = [name for name in EVENT_FILES if name not in HTTP_EVENTS + SQS_EVENTS]
+S3_EVENTS = [name for name in EVENT_FILES if name not in HTTP_EVENTS + SQS_EVENTS + SYNC_EVENTS]
 
 
 def function_for_route(method: str, resource: str) -> str:
@@ -65,6 +70,7 @@ def test_the_events_folder_holds_http_and_s3_events() -> None:
     assert {"mcp.json", "chat-completions.json"} <= set(HTTP_EVENTS)
     assert {"s3-put.json", "s3-delete.json", "s3-test-event.json"} <= set(S3_EVENTS)
     assert SQS_EVENTS == ["handoff-sqs.json"]
+    assert {"sync-schedule.json", "sync-step.json"} <= set(SYNC_EVENTS)
 
 
 def answering() -> ScriptedChatModel:
@@ -147,3 +153,15 @@ def test_a_queued_handoff_is_forwarded_by_the_handoff_function(
     assert failed == {"batchItemFailures": [{"itemIdentifier": message_id}]}
     assert delivered == {"batchItemFailures": []}
     assert [r.status for r in receiver.received] == [503, 200]
+
+
+@pytest.mark.usefixtures("loopback_only")
+@pytest.mark.parametrize("name", SYNC_EVENTS)
+def test_every_sync_event_syncs_the_fixture_site_into_moto_s3(name: str, lambda_env: None) -> None:
+    # As `make invoke FN=sync EVENT=events/<name>` runs it: the fixture site on loopback.
+    result = invoke_sync(load_event(name))
+
+    (last,) = result["invocations"][-1]["steps"]
+    assert last["status"] == "finished"
+    assert len(result["objects"]) == len(listed_pages())
+    assert all(o["key"].startswith("site/") and o["url"] for o in result["objects"])

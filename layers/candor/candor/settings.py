@@ -321,6 +321,12 @@ class Settings(BaseSettings):
     # would remove more than sync_max_removal_share of the known pages removes none.
     sync_grace: int = Field(default=2, ge=1, le=100)
     sync_max_removal_share: float = Field(default=0.3, ge=0, le=1)
+    # The sync function (AWS): the bucket it writes pages into (under site/), and the
+    # queue that carries each site's sync from one invocation to the next.
+    documents_bucket: str | None = Field(
+        default=None, pattern=r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$"
+    )
+    sync_queue_url: str | None = None
 
     # Hand-offs (docs/handoffs.md): a visitor candor cannot help sends the conversation
     # and a message to the site's team. On when a destination is set: a webhook (a

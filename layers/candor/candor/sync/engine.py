@@ -356,14 +356,18 @@ class SiteSync:
         workers = max(1, self.options.concurrency)
         in_flight: dict[Future[_Result], str] = {}
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sync") as pool:
+            submitted = 0
             while run.todo or in_flight:
-                out_of_time = until is not None and self.clock() >= until
+                # At least one page per call, however late: a chain of invocations
+                # always moves on.
+                out_of_time = until is not None and self.clock() >= until and submitted > 0
                 while run.todo and len(in_flight) < workers * 2 and not out_of_time:
                     if self._limit_reached(run):
                         break
                     url = run.todo.popleft()
                     future = pool.submit(self._fetch, url, self._records.get(url))
                     in_flight[future] = url
+                    submitted += 1
                 if not in_flight:
                     break
                 done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
