@@ -182,6 +182,7 @@ bench: install corpus
 	$(BIN)/python bench/bench_stream.py $(CORPUS)
 	$(BIN)/python bench/bench_first_question.py
 	$(BIN)/python -m bench.bench_cold_import
+	$(BIN)/python bench/bench_sync.py $(CORPUS)
 
 # Retrieval per strategy and the full graph with the local models, on the dev set
 # (eval-out/dev) and the validation set (eval-out/validation), then both side by
