@@ -8,8 +8,8 @@ syncs it, changes it as a real site changes, and syncs again.
 
 from __future__ import annotations
 
-import itertools
 import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -263,12 +263,18 @@ def test_a_sitemap_that_fails_counts_no_page_missing(site: SiteServer, local: Lo
 def test_robots_crawl_delay_spaces_the_requests(local: LocalSync) -> None:
     with SiteServer() as site:
         build_site(site, crawl_delay=0.15)
+        began = time.monotonic()
         local.run(site.url)
-        starts = [r.at for r in site.requests if r.path in listed_pages()]
+        arrivals = [r.at for r in site.requests if r.path in listed_pages()]
 
-    gaps = [later - earlier for earlier, later in itertools.pairwise(starts)]
-    # Server-side arrival times of requests that were started at least 0.15 s apart.
-    assert min(gaps) >= 0.1
+    # Once robots.txt is read, requests to the host start at least 0.15 s apart (the
+    # sitemap index, its two sitemaps, then the pages), so the last page cannot arrive
+    # before that many intervals have passed, however the machine's load bunches the
+    # arrivals.
+    before_pages = 3
+    intervals = before_pages + len(listed_pages()) - 1
+    assert len(arrivals) == len(listed_pages())
+    assert max(arrivals) - began >= 0.15 * intervals
 
 
 def test_a_site_without_a_sitemap_is_crawled_within_its_folder(local: LocalSync) -> None:
