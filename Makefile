@@ -164,7 +164,7 @@ build: sam validate
 #   make invoke FN=handoff EVENT=events/handoff-sqs.json
 #   make invoke FN=sync EVENT=events/sync-schedule.json   (the fixture site, moto S3 and SQS)
 invoke: install
-	@test -n "$(FN)" -a -n "$(EVENT)" || { echo "usage: make invoke FN=ask|feedback|ingest|handoff|sync EVENT=events/NAME.json"; exit 2; }
+	@test -n "$(FN)" -a -n "$(EVENT)" || { echo "usage: make invoke FN=ask|feedback|ingest|handoff|sync|gaps EVENT=events/NAME.json"; exit 2; }
 	$(BIN)/python -m scripts.invoke $(FN) $(EVENT)
 
 # Concurrency proofs of the guards on DynamoDB Local and SQLite, then a sustained mixed run

@@ -1,4 +1,4 @@
-"""`make invoke FN=ask|feedback|ingest|handoff|sync EVENT=events/NAME.json`: one invocation.
+"""`make invoke FN=ask|feedback|ingest|handoff|sync|gaps EVENT=events/NAME.json`: one invocation.
 
 Runs the real handler module (functions/<FN>/app.py) with the event and a Lambda
 context, on whatever backends the CANDOR_* settings name: unset, the embedded
@@ -37,7 +37,7 @@ from urllib.parse import unquote_plus
 
 from tests.support.lambda_ import ROOT, LambdaContext, load_handler
 
-FUNCTIONS = ("ask", "feedback", "ingest", "handoff", "sync")
+FUNCTIONS = ("ask", "feedback", "ingest", "handoff", "sync", "gaps")
 OBJECTS = ROOT / "events" / "objects"
 REGION = "eu-west-1"
 INVOKE_ORIGIN = "https://docs.example.com"

@@ -20,6 +20,7 @@ from aws_lambda_powertools.utilities.data_classes import S3Event
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from candor import observability
+from candor.gaps import request
 from candor.ingest.s3 import ObjectChange, S3Ingestion
 from candor.observability import logger, metrics, route_library_logs, tracer
 from candor.settings import get_settings
@@ -67,6 +68,8 @@ def process(event: dict[str, Any], work: S3Ingestion) -> dict[str, Any]:
     summary = result.to_json()
     logger.info("ingest summary", extra=summary["summary"])
     observability.count_ingest(summary["summary"])
+    # The documents changed: a gaps check, where the owner turned it on (GapsCheckAfterIngest).
+    request.request_check(get_settings(), result.report)
     if result.report.retryable:
         raise RetryableIngestError(
             f"{len(result.report.retryable)} record(s) failed in a backend: "

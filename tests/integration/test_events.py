@@ -9,6 +9,7 @@ embedded default in a temporary folder.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import time
@@ -69,7 +70,7 @@ def test_the_events_folder_holds_http_and_s3_events() -> None:
     assert {"ask.json", "ask-with-session.json", "feedback.json", "health.json"} <= set(HTTP_EVENTS)
     assert {"mcp.json", "chat-completions.json"} <= set(HTTP_EVENTS)
     assert {"s3-put.json", "s3-delete.json", "s3-test-event.json"} <= set(S3_EVENTS)
-    assert SQS_EVENTS == ["handoff-sqs.json"]
+    assert SQS_EVENTS == ["gaps-sqs.json", "handoff-sqs.json"]
     assert {"sync-schedule.json", "sync-step.json"} <= set(SYNC_EVENTS)
 
 
@@ -127,7 +128,46 @@ def test_every_s3_event_is_reconciled_by_the_ingest_function(name: str, lambda_e
     assert [r["status"] for r in result["records"]] == [expected_status(r) for r in records]
 
 
-@pytest.mark.parametrize("name", SQS_EVENTS)
+def test_a_queued_gaps_check_checks_the_open_gaps_on_the_owners_budget(
+    lambda_env: None, make_deps: MakeDeps, state: SqliteStateStore
+) -> None:
+    from candor.backends.sqlite_gaps import SqliteGaps
+    from candor.service import ask
+
+    # Given a question the documents did not answer when it was asked
+    declining = ScriptedChatModel(
+        {
+            "Triage": [{"abusive": False, "kind": "question"}],
+            "judge": [False, False],
+            "Rewrite": [{"query": "force push"}],
+        }
+    )
+    question = "What does --force-with-lease do?"
+    assert asyncio.run(ask(make_deps(declining), question)).decision == "declined"
+    deps = make_deps(answering_with("It refuses to overwrite work you have not seen [1]."))
+    gaps = SqliteGaps(deps.settings.state_path)
+
+    def prepare(module: ModuleType) -> None:
+        setattr(module, "dependencies", lambda: (deps, gaps))  # noqa: B010
+
+    # When the ingest function's request comes (the documents changed)
+    summary = invoke("gaps", load_event("gaps-sqs.json"), prepare=prepare)
+
+    # Then the gap opened from that question is closed, on the owner's ledger
+    (closed,) = summary["closed"]
+    assert summary["requests"] == 1 and summary["budget_exhausted"] is False
+    saved = gaps.get_gap(deps.settings.index_name, closed)
+    assert saved is not None and saved.closed_by == ("git-push.html",)
+    gaps.close()
+
+
+def answering_with(text: str) -> ScriptedChatModel:
+    return ScriptedChatModel(
+        {"Triage": [{"abusive": False, "kind": "question"}], "judge": [True], "text": [text]}
+    )
+
+
+@pytest.mark.parametrize("name", [n for n in SQS_EVENTS if n.startswith("handoff")])
 def test_a_queued_handoff_is_forwarded_by_the_handoff_function(
     name: str, lambda_env: None, monkeypatch: pytest.MonkeyPatch, settings: Settings
 ) -> None:

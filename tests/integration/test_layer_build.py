@@ -18,7 +18,7 @@ pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 LAYER = ROOT / "layers" / "candor"
-FUNCTIONS = ("ask", "feedback", "ingest", "sync")
+FUNCTIONS = ("ask", "feedback", "ingest", "sync", "gaps")
 
 
 @pytest.fixture(scope="module")

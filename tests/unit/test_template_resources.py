@@ -138,7 +138,7 @@ def test_handoffs_are_queued_by_the_ask_function_with_a_dead_letter_queue() -> N
 
 def test_only_the_functions_that_call_openai_are_given_its_key() -> None:
     given = {f for f in FUNCTIONS if "CANDOR_OPENAI_API_KEY_PARAMETER" in environment(f)}
-    assert given == {"AskFunction", "IngestFunction"}
+    assert given == {"AskFunction", "IngestFunction", "GapsCheckFunction"}
 
 
 def test_failed_ingest_events_go_to_the_dead_letter_queue() -> None:

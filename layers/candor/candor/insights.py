@@ -19,16 +19,12 @@ from typing import Any
 
 import numpy as np
 
+from candor.gaps.opening import SIMILAR
 from candor.guards import normalise
 from candor.handoffs.store import Handoff
 from candor.ports import Embedder
 from candor.traces import Trace
 
-# Cosine similarity at which two declined questions count as one. On five
-# paraphrase pairs all-MiniLM-L6-v2 gave 0.60-0.95, on five pairs of different
-# questions 0.25-0.80 (README, "What visitors asked"): 0.75 merges most rewordings
-# and few distinct questions, not all of either.
-SIMILAR = 0.75
 # The report's decision names: the graph's, with code_refused shown as "refused".
 DECISIONS = {
     "answered": "answered",

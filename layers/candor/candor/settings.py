@@ -368,6 +368,9 @@ class Settings(BaseSettings):
     owner_budget_usd: Decimal = Field(default=Decimal("1"), ge=0, decimal_places=6)
     # The questions of one gap `candor gaps check` asks again, at most.
     gap_questions: int = Field(default=3, ge=1, le=10)
+    # On AWS: the queue the ingest function asks for a gaps check on, after a run that
+    # changed the documents (candor.gaps.after_ingest). Unset: no check after ingest.
+    gaps_check_queue_url: str | None = None
 
     _origins = field_validator("allowed_origins", mode="before")(parse_origins)
 

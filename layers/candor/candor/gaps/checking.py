@@ -65,10 +65,15 @@ def questions_to_ask(gap: Gap, limit: int) -> list[GapQuestion]:
 
 
 async def check(
-    deps: Deps, store: GapStore, *, only: set[str] | None = None, now: float | None = None
+    deps: Deps,
+    store: GapStore,
+    *,
+    only: set[str] | None = None,
+    stop_at: float | None = None,
+    now: float | None = None,
 ) -> CheckReport:
     """Ask the open gaps' questions again (`only` these ids, when given); close those
-    now answered."""
+    now answered. No gap is started after `stop_at` (a time.monotonic() value)."""
     settings = deps.settings
     now = time.time() if now is None else now
     report = CheckReport()
@@ -78,6 +83,9 @@ async def check(
     gaps.sort(key=lambda g: (-g.asked, g.opened_at))
     curated = deps.curated.state().count if deps.curated is not None else 0
     for n, gap in enumerate(gaps):
+        if stop_at is not None and time.monotonic() >= stop_at:
+            report.unchecked += [g.id for g in gaps[n:]]
+            return report
         checks: list[QuestionCheck] = []
         for question in questions_to_ask(gap, settings.gap_questions):
             outcome = await _ask_again(deps, gap, question, curated > 0, report)

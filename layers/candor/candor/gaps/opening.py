@@ -3,7 +3,7 @@
 A question counts as missing from the documents when it was declined, or when its
 answer was rated down with a reason. Each is counted once (by its trace id). It
 joins the gap one of whose questions it repeats (the answer cache's normalisation)
-or means (embedding cosine at least candor.insights.SIMILAR, as insights groups
+or means (embedding cosine at least SIMILAR, as `candor insights` groups
 them); the others are grouped the same way into new gaps. A question that joins a
 closed gap and was asked after the gap closed opens it again: the documents no
 longer answer it.
@@ -19,10 +19,15 @@ import numpy as np
 
 from candor.gaps.records import Gap, GapQuestion, GapStore, gap_id
 from candor.guards import normalise
-from candor.insights import SIMILAR
 from candor.ports import Embedder
 from candor.traces import Trace
 
+# Cosine similarity at which two declined questions count as one, here and in
+# `candor insights` (which the Lambda layer leaves out, so it is defined here). On
+# five paraphrase pairs all-MiniLM-L6-v2 gave 0.60-0.95, on five pairs of different
+# questions 0.25-0.80 (README, "What visitors asked"): 0.75 merges most rewordings
+# and few distinct questions, not all of either.
+SIMILAR = 0.75
 # A gap's questions its newcomers are compared with (the most recent), and the rounds
 # of re-reading a gap another writer saved first.
 COMPARED_PER_GAP = 10
