@@ -99,3 +99,9 @@ def test_markdown_and_the_chart_show_the_loop(tmp_path: Path) -> None:
     chart = tmp_path / "insights.png"
     insights.write_chart(data, chart)
     assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_citations_not_checked_are_said_to_be_not_checked() -> None:
+    data = owner_report.loop_report(insights.report([], days=1, now=NOW), [], [], [], None)
+    assert data["cited_since_changed"] is None
+    assert "Not checked: the index could not be opened" in owner_report.to_markdown(data)

@@ -49,9 +49,10 @@ def loop_report(
     traces: Sequence[Trace],
     gaps: Sequence[Gap],
     curated: Sequence[CuratedAnswer],
-    stale: Sequence[StaleCitation],
+    stale: Sequence[StaleCitation] | None,
 ) -> dict[str, Any]:
-    """`data` (candor.insights.report) with the loop's figures added, per day too."""
+    """`data` (candor.insights.report) with the loop's figures added, per day too.
+    `stale` is None when the index could not be read: reported as not checked."""
     since, until = data["since"], data["until"]
     served = Counter(t.curated_id for t in traces if t.curated_id)
     opened = [g for g in gaps if _in(_day(g.opened_at), since, until)]
@@ -83,7 +84,7 @@ def loop_report(
                 for answer_id, n in served.most_common()
             ],
         },
-        "cited_since_changed": [row.to_json() for row in stale],
+        "cited_since_changed": None if stale is None else [row.to_json() for row in stale],
     }
 
 
@@ -136,7 +137,9 @@ def to_markdown(data: dict[str, Any]) -> str:
         "",
     ]
     stale = data["cited_since_changed"]
-    if stale:
+    if stale is None:
+        lines.append("Not checked: the index could not be opened with these settings.")
+    elif stale:
         lines += [
             "| day | trace | question | document | now | quoted words still there |",
             "|---|---|---|---|---|---|",

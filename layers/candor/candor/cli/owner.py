@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from candor import review
     from candor.ports import Embedder, StateStore
     from candor.settings import Settings
+    from candor.stale_citations import StaleCitation
     from candor.traces import Trace
 
 
@@ -63,6 +64,7 @@ def _with_the_loop(
     gaps (opening new ones), curated answers served, and answers that cited what has
     since changed or gone (candor.owner_report)."""
     from candor import owner_report
+    from candor.errors import ConfigurationError
     from candor.factory import (
         build_curated_answers,
         build_embedder,
@@ -81,12 +83,19 @@ def _with_the_loop(
         build_gaps(settings), traces, embedder, settings.index_name, now=now
     ).gaps
     curated = build_curated_answers(settings).list_curated(settings.index_name)
-    state = build_state(settings)
-    finder = StaleCitations(
-        build_index(settings, embedder or build_embedder(settings)),
-        CompletionRecords(state, settings.index_name),
-    )
-    stale = stale_citations(traces, finder)
+    cited = [t for t in traces if t.decision == "answered" and t.citations]
+    stale: list[StaleCitation] | None = []
+    if cited:
+        # The cited documents' chunks are read from the index: without its settings
+        # (a Pinecone host and key), that one list is left out, and the report says so.
+        try:
+            index = build_index(settings, embedder or build_embedder(settings))
+        except ConfigurationError as error:
+            print(f"candor: answers citing changed documents not listed: {error}", file=sys.stderr)
+            stale = None
+        else:
+            records = CompletionRecords(build_state(settings), settings.index_name)
+            stale = stale_citations(cited, StaleCitations(index, records))
     return owner_report.loop_report(data, traces, gaps, curated, stale)
 
 
