@@ -7,8 +7,9 @@ runtime and Mangum cannot stream). `handler` is the same app behind Mangum, a
 buffered entry for `make invoke` and `sam local invoke`. Dependencies are built
 once per container, in the function's init: the adapter's readiness check, GET
 /health, starts the warm-up (candor.warmup) and waits while it answers 503
-`warming`. A deployment without its allowed origins or session key fails at
-start (the function's init), not at a visitor's first question.
+`warming`. A deployment without its allowed origins or session key, or with a
+budget no request fits in, fails at start (the function's init), not at a
+visitor's first question.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from candor.api.app import create_app
 from candor.api.edge import Edge, build_edge, require_production_edge
 from candor.api.lambda_web import AdaptedInvocations
 from candor.deps import Deps, built_once
+from candor.guards import require_workable_budget
 from candor.observability import API_GATEWAY_REST, logger, metrics, route_library_logs, tracer
 from candor.settings import Settings
 
@@ -30,6 +32,7 @@ route_library_logs()
 
 settings = Settings()
 require_production_edge(settings)
+require_workable_budget(settings)
 
 
 @built_once

@@ -102,3 +102,14 @@ def test_the_function_fails_to_start_without_its_origins_or_session_key(
     monkeypatch.delenv(missing)
     with pytest.raises(ConfigurationError, match=missing):
         load_handler("ask")
+
+
+def test_the_function_fails_to_start_when_no_address_share_covers_one_request(
+    deployed: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # With gpt-4o-mini one request reserves about $0.04; 5% of $0.50 is $0.025: every
+    # visitor would be refused, each told that their address had used its share.
+    monkeypatch.setenv("CANDOR_CHAT_BACKEND", "openai")
+    monkeypatch.setenv("CANDOR_BUDGET_DAILY_USD", "0.5")
+    with pytest.raises(ConfigurationError, match="CANDOR_BUDGET_DAILY_USD"):
+        load_handler("ask")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import json
+import re
 import shutil
 import time
 from decimal import Decimal
@@ -20,8 +21,9 @@ from fastapi.testclient import TestClient
 
 from candor import guards, release
 from candor.api.app import create_app
+from candor.api.local import create_local_app
 from candor.deps import Deps
-from candor.errors import ModelError
+from candor.errors import ConfigurationError, ModelError, StateStoreError
 from candor.settings import Settings
 from tests.conftest import MakeDeps
 from tests.support.edge import ORIGIN, SESSION_SECRET, allowing, browser
@@ -362,6 +364,110 @@ def test_a_refused_later_hold_returns_the_address_and_network_holds(make_deps: M
     assert deps.state.budget_spent(guards.address_ledger("192.0.2.11", now)) == 0
     assert deps.state.budget_spent(guards.network_ledger("192.0.2.11", now)) == 0
     assert today_spent(deps) == 0
+
+
+class ThrottledDayLedger:
+    """The SQLite store whose writes to the day's ledger raise, as a throttled or timed-out
+    DynamoDB write does, rather than refuse."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def reserve_budget(self, ledger_key: str, amount: Decimal, **kw: Any) -> bool:
+        if ledger_key.startswith("day#"):
+            raise StateStoreError("DynamoDB UpdateItem failed: ThrottlingException")
+        result: bool = self.inner.reserve_budget(ledger_key, amount, **kw)
+        return result
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_a_store_error_on_the_day_ledger_returns_the_address_and_network_holds(
+    make_deps: MakeDeps,
+) -> None:
+    # Seven failed requests used to lock an address out until midnight, nothing spent.
+    chat = answering()
+    deps = guarded(make_deps, chat, trusted_proxy_hops=1)
+    throttled = dataclasses.replace(deps, state=ThrottledDayLedger(deps.state))
+    client = http(throttled)
+
+    failed = [
+        client.post(
+            "/ask", json={"question": f"{QUESTION} {n}"}, headers=from_address("192.0.2.31")
+        )
+        for n in range(7)
+    ]
+
+    assert {r.json()["reason"] for r in failed} == {"state_unavailable"}
+    now = time.time()
+    assert deps.state.budget_spent(guards.address_ledger("192.0.2.31", now)) == 0
+    assert deps.state.budget_spent(guards.network_ledger("192.0.2.31", now)) == 0
+    recovered = http(deps).post(
+        "/ask", json={"question": QUESTION}, headers=from_address("192.0.2.31")
+    )
+    assert recovered.status_code == 200
+
+
+def test_holds_settled_twice_are_refunded_once(make_deps: MakeDeps) -> None:
+    deps = guarded(make_deps, ScriptedChatModel({}))
+    holds = guards.reserve(
+        deps.state, deps.settings, session_id="s" * 16, amount=Decimal("0.01"), now=time.time()
+    )
+
+    guards.settle(deps.state, holds, Decimal(0))
+    guards.settle(deps.state, holds, Decimal(0))  # a retry, or a second path that returns them
+
+    assert today_spent(deps) == 0
+
+
+def smallest_named(error: ConfigurationError) -> Decimal:
+    found = re.search(r"CANDOR_BUDGET_DAILY_USD to at least \$([0-9.]+)", str(error))
+    assert found, str(error)
+    return Decimal(found.group(1))
+
+
+def test_a_daily_budget_whose_address_share_cannot_cover_one_request_is_refused_at_start(
+    tmp_path: Path, state: Any
+) -> None:
+    # Below the smallest workable budget no visitor can ask at all, and each is told
+    # that their address has used its share: refuse such settings at start instead.
+    small = Settings(data_dir=tmp_path, chat_backend="openai", budget_daily_usd=Decimal("0.5"))
+    with pytest.raises(ConfigurationError) as refused:
+        create_local_app(small)
+    smallest = smallest_named(refused.value)
+
+    workable = small.model_copy(update={"budget_daily_usd": smallest})
+    create_local_app(workable)  # starts
+    amount = guards.reservation_usd(workable, workable.chat_model)
+    holds = guards.reserve(
+        state, workable, session_id="s" * 16, amount=amount, now=time.time(), address="192.0.2.41"
+    )
+    assert len(holds) == 3  # the address's share, the network's and the day's each held it
+    cent_less = small.model_copy(update={"budget_daily_usd": smallest - Decimal("0.01")})
+    with pytest.raises(ConfigurationError):
+        create_local_app(cent_less)
+
+
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [
+        ("budget_address_usd", "0.01"),
+        ("budget_network_usd", "0.01"),
+        ("budget_session_usd", "0.01"),
+    ],
+)
+def test_a_share_or_session_budget_set_below_one_request_is_refused_at_start(
+    tmp_path: Path, setting: str, value: str
+) -> None:
+    base = Settings(data_dir=tmp_path, chat_backend="openai")
+    settings = base.model_copy(update={setting: Decimal(value)})
+    with pytest.raises(ConfigurationError, match=f"CANDOR_{setting.upper()}"):
+        create_local_app(settings)
+
+
+def test_a_free_model_starts_with_any_budget(tmp_path: Path) -> None:
+    create_local_app(Settings(data_dir=tmp_path, budget_daily_usd=Decimal(0)))
 
 
 def test_the_address_and_network_shares_default_to_parts_of_the_day(tmp_path: Path) -> None:

@@ -17,11 +17,12 @@ from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
 from candor import __version__, observability, release
-from candor.errors import BudgetExhaustedError, RateLimitedError
+from candor.errors import BudgetExhaustedError, ConfigurationError, RateLimitedError
 from candor.graph import limits
 from candor.graph.state import Citation, Decision, GraphState
 from candor.ports import CacheKey, Embedder, PricedEmbedder, StateStore
 from candor.settings import Settings
+from candor.withheld import type_name, withheld
 
 logger = logging.getLogger(__name__)
 
@@ -149,24 +150,43 @@ def reservation_usd(
     An embedder that reports usage (PricedEmbedder) is priced by its name;
     local embedders are free.
     """
+    priced = embedder.name if isinstance(embedder, PricedEmbedder) else None
+    return _reservation(settings, chat_model, priced)
+
+
+def planned_reservation_usd(settings: Settings) -> Decimal:
+    """What each request will reserve with the models these settings name, before any
+    is built (the service prices the built ones the same way: reservation_usd)."""
+    chat = settings.chat_model if settings.chat_backend == "openai" else "local"
+    embedder = settings.embedding_model if settings.embedder_backend == "openai" else None
+    return _reservation(settings, chat, embedder)
+
+
+def _reservation(settings: Settings, chat_model: str, priced_embedder: str | None) -> Decimal:
     if settings.budget_reserve_usd is not None:
         return usd(settings.budget_reserve_usd)
     bound = limits.envelope(settings)
     cost = settings.price(chat_model).cost(bound.chat_in, bound.chat_out)
-    if isinstance(embedder, PricedEmbedder):
-        cost += settings.price(embedder.name).cost(bound.embedding_in, 0)
+    if priced_embedder is not None:
+        cost += settings.price(priced_embedder).cost(bound.embedding_in, 0)
     # The module imports no Pinecone SDK at load; reranking is off by default.
     from candor.backends.pinecone_reranker import rerank_cost_upper_bound
 
     return usd(Decimal(str(cost)) + rerank_cost_upper_bound(settings))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Hold:
-    """A reservation on one ledger, to be settled once the request is over."""
+    """A reservation on one ledger, to be settled once the request is over.
+
+    `settled` turns true once the ledger has been trued up (or the hold returned):
+    settling it again writes nothing, so a retry, or a second path that returns
+    the holds of a failed request, never refunds one twice.
+    """
 
     ledger: str
     amount: Decimal
+    settled: bool = False
 
 
 def _day(now: float) -> str:
@@ -206,6 +226,51 @@ def network_share(settings: Settings) -> Decimal:
     return usd(settings.budget_daily_usd * NETWORK_SHARE)
 
 
+CENT = Decimal("0.01")
+
+
+def require_workable_budget(settings: Settings) -> None:
+    """Refuse, at start, budgets under which no visitor could ask at all.
+
+    A request reserves its most before it runs, on its address's share of the day,
+    its network's, its session's budget and the day's; a cap below one reservation
+    refuses every request, and each visitor would read that their address (or
+    network, or conversation) had used its share. The error names the smallest
+    daily budget that works with the other settings as they are.
+    """
+    amount = planned_reservation_usd(settings)
+    if amount == 0:
+        return
+    problems: list[str] = []
+    day_needed = amount
+    for setting, share, value in (
+        ("CANDOR_BUDGET_ADDRESS_USD", ADDRESS_SHARE, settings.budget_address_usd),
+        ("CANDOR_BUDGET_NETWORK_USD", NETWORK_SHARE, settings.budget_network_usd),
+    ):
+        if value is None:
+            day_needed = max(day_needed, amount / share)
+        elif value < amount:
+            problems.append(f"{setting}={value} is less than that: set it to at least ${amount}")
+    session = settings.budget_session_usd
+    if session is not None and session < amount:
+        problems.append(
+            f"CANDOR_BUDGET_SESSION_USD={session} is less than that: set it to at least ${amount}"
+        )
+    smallest = day_needed.quantize(CENT, rounding=ROUND_CEILING)
+    if settings.budget_daily_usd < day_needed:
+        derived = " (an address may spend 5% of it unless CANDOR_BUDGET_ADDRESS_USD says "
+        derived += "otherwise, a network 20%)" if smallest > amount else ""
+        problems.append(
+            f"CANDOR_BUDGET_DAILY_USD={settings.budget_daily_usd} cannot cover it{derived}: "
+            f"set CANDOR_BUDGET_DAILY_USD to at least ${smallest}"
+        )
+    if problems:
+        raise ConfigurationError(
+            f"no visitor could ask: one request reserves ${amount}, the most it can cost "
+            f"at these prices (or CANDOR_BUDGET_RESERVE_USD); " + "; ".join(problems)
+        )
+
+
 def _end_of_day(now: float) -> int:
     day = datetime.fromtimestamp(now, UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     return int((day + timedelta(days=1)).timestamp())
@@ -235,8 +300,9 @@ def reserve(
 
     In order: the client address's share of the day and its network's (when the
     address is known), the session's budget (when set), then the day's. Each hold
-    is one conditional write. When a later hold fails, the earlier ones are
-    refunded before the error is raised.
+    is one conditional write. When a later hold is refused, or its write raises (a
+    throttled or timed-out store), the earlier ones are returned before the error
+    is raised: a store error must not hold an address's share until midnight.
     """
     # A day's ledgers outlive their day a little, for anyone reading yesterday's spend.
     day_expires = _end_of_day(now) + 86_400
@@ -259,24 +325,52 @@ def reserve(
         )
     ledgers.append(("day", daily_ledger(now), settings.budget_daily_usd, day_expires))
     holds: list[Hold] = []
-    for which, ledger, cap, expires_at in ledgers:
-        if not state.reserve_budget(ledger, amount, cap=cap, expires_at=expires_at):
-            settle(state, holds, Decimal(0))
-            observability.count("budget_refused")
-            raise BudgetExhaustedError(BUDGET_REASONS[which], which)
-        holds.append(Hold(ledger, amount))
+    try:
+        for which, ledger, cap, expires_at in ledgers:
+            if not state.reserve_budget(ledger, amount, cap=cap, expires_at=expires_at):
+                observability.count("budget_refused")
+                raise BudgetExhaustedError(BUDGET_REASONS[which], which)
+            holds.append(Hold(ledger, amount))
+    except BaseException:
+        _give_back(state, holds)
+        raise
     return holds
 
 
-def settle(state: StateStore, holds: Sequence[Hold], actual: Decimal) -> None:
-    """True each hold up to the measured cost; 0 refunds it in full."""
+def _give_back(state: StateStore, holds: Sequence[Hold]) -> None:
+    """Return every hold of a request that will not run, each write tried apart.
+
+    A return that fails too (the store is still down) leaves its hold on the ledger,
+    which errs towards the cap; it is logged, and the request's own error is raised.
+    """
     for hold in holds:
+        try:
+            settle(state, [hold], Decimal(0))
+        except Exception as error:
+            logger.error(
+                "a hold on %s could not be returned: %s",
+                hold.ledger.split("#")[0],
+                type_name(error),
+                exc_info=withheld(error),
+            )
+
+
+def settle(state: StateStore, holds: Sequence[Hold], actual: Decimal) -> None:
+    """True each hold up to the measured cost; 0 refunds it in full.
+
+    Holds settled already are skipped, so calling it again after a failure
+    settles only what is left.
+    """
+    for hold in holds:
+        if hold.settled:
+            continue
         if actual > hold.amount:
             # Only a reservation set by hand (budget_reserve_usd) can be too small:
             # the computed one bounds every run. The ledger records what was spent,
             # even past the cap.
             logger.error("request cost %s, more than the %s reserved", actual, hold.amount)
         state.settle_budget(hold.ledger, reserved=hold.amount, actual=actual)
+        hold.settled = True
 
 
 # The answer cache.

@@ -16,6 +16,7 @@ from functools import cache
 
 from fastapi import FastAPI
 
+from candor import guards
 from candor.api.app import create_app
 from candor.api.edge import Edge, build_edge
 from candor.api.widget import with_widget
@@ -62,9 +63,11 @@ def create_local_app(
 ) -> FastAPI:
     """The app; with `warm`, its warm-up starts now (candor.warmup), as `candor serve` does.
 
-    Raises ConfigurationError for a reachable `host` with no origins configured.
+    Raises ConfigurationError for a reachable `host` with no origins configured, and for
+    budgets under which no visitor could ask (guards.require_workable_budget).
     """
     require_safe_bind(settings, host)
+    guards.require_workable_budget(settings)
 
     @built_once
     def provider() -> Deps:
