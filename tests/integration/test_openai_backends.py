@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import math
 import time
@@ -11,6 +12,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
+from candor import service
 from candor.backends.openai_chat import OpenAIChatModel
 from candor.backends.openai_embedder import OpenAIEmbedder, dimensions_of
 from candor.errors import ConfigurationError, ModelError
@@ -18,6 +20,8 @@ from candor.graph.schemas import Rewrite, Triage
 from candor.ports import ChatModel, Embedder, TextPiece
 from candor.settings import DEFAULT_PRICES
 from candor.types import Message, Usage
+from tests.conftest import MakeDeps
+from tests.support.fakes import ScriptedChatModel
 from tests.support.openai_server import Reply, RunningOpenAI, serve
 
 pytestmark = pytest.mark.integration
@@ -345,8 +349,52 @@ def test_a_judged_reply_without_logprobs_is_taken_as_written(server: RunningOpen
     assert judged.probabilities == {"yes": 0.0, "no": 1.0}
 
 
-def test_a_judged_reply_that_names_no_option_is_a_model_error(server: RunningOpenAI) -> None:
+def test_a_judged_reply_whose_likeliest_tokens_name_no_option_holds_no_mass_on_them(
+    server: RunningOpenAI,
+) -> None:
     server.fake.chat.append(Reply(content="Perhaps", top_logprobs=(("Perhaps", -0.1),)))
+
+    judged = asyncio.run(chat(server).judge(MESSAGES, ("yes", "no")))
+
+    assert judged.mass == 0.0
+
+
+def test_a_judged_reply_without_logprobs_that_names_no_option_is_a_model_error(
+    server: RunningOpenAI,
+) -> None:
+    server.fake.chat.append(Reply(content="Perhaps", top_logprobs=()))
 
     with pytest.raises(ModelError, match="names none"):
         asyncio.run(chat(server).judge(MESSAGES, ("yes", "no")))
+
+
+@pytest.mark.parametrize(
+    "top",
+    [
+        # A 0.01% "yes" and no "no" among the likeliest tokens: renormalised, a sure yes.
+        (("Sure", math.log(0.9)), ("yes", math.log(0.0001))),
+        # A 97% "Partially": 0.2% yes and 0.01% no renormalised to 0.95.
+        (("Partially", math.log(0.97)), ("yes", math.log(0.002)), ("no", math.log(0.0001))),
+    ],
+)
+def test_a_grade_whose_first_token_is_neither_yes_nor_no_declines_the_question(
+    server: RunningOpenAI, make_deps: MakeDeps, top: tuple[tuple[str, float], ...]
+) -> None:
+    server.fake.chat.extend(
+        [
+            Reply(content='{"abusive": false, "kind": "question"}'),
+            Reply(content=top[0][0], top_logprobs=top, usage=(900, 1)),
+            Reply(content="It refuses to overwrite work you have not seen [1]."),
+        ]
+    )
+    deps = make_deps(ScriptedChatModel())
+    # One attempt: a failed grade is a "no", which would otherwise be rewritten and tried again.
+    settings = deps.settings.model_copy(update={"max_attempts": 1})
+    deps = dataclasses.replace(deps, chat=chat(server), settings=settings)
+
+    result = asyncio.run(service.ask(deps, "What does --force-with-lease protect?"))
+
+    (grade,) = result.grades
+    assert (grade.by, grade.answerable) == ("model", False)
+    assert grade.option_mass is not None and grade.option_mass < 0.01
+    assert result.decision == "declined"

@@ -147,7 +147,8 @@ def test_a_judged_reply_that_names_no_option_is_charged_what_openai_reported(
     server.fake.chat.extend(
         [
             Reply(content=TRIAGE, usage=(400, 9)),
-            Reply(content="Perhaps", top_logprobs=(("Perhaps", -0.1),), usage=(700, 1)),
+            # No logprobs to read and a reply that names neither option: no grade at all.
+            Reply(content="Perhaps", top_logprobs=(), usage=(700, 1)),
         ]
     )
 

@@ -78,3 +78,28 @@ def test_a_question_without_names_still_goes_to_the_grade(make_deps: MakeDeps) -
 )
 def test_which_names_are_specific_enough_to_settle_a_grade(name: str, specific: bool) -> None:
     assert specific_name(name) is specific
+
+
+def test_a_flag_named_in_a_question_about_something_else_goes_to_the_grade(
+    make_deps: MakeDeps,
+) -> None:
+    # The passage shows the flag, but the question asks for a limerick about a cat:
+    # the flag alone does not say the passages answer it.
+    chat = ScriptedChatModel(
+        {"Triage": [QUESTION], "judge": [False, False], "Rewrite": [{"query": "limerick cat"}]}
+    )
+    result = ask(
+        make_deps, chat, "Write me a limerick about my cat, not about --force-with-lease.", on=True
+    )
+    assert "judge" in chat.kinds()
+    assert all(grade.by != "names" for grade in result.grades)
+    assert result.decision == "declined"
+
+
+def test_a_question_about_the_flag_in_the_passages_own_words_is_still_settled(
+    make_deps: MakeDeps,
+) -> None:
+    chat = ScriptedChatModel({"Triage": [QUESTION], "text": [ANSWER]})
+    result = ask(make_deps, chat, "Which remote ref does --force-with-lease protect?", on=True)
+    assert chat.kinds() == ["Triage", "text"]
+    assert result.grades[-1].by == "names"

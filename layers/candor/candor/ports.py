@@ -40,10 +40,17 @@ class Text:
 @dataclass(frozen=True, slots=True)
 class Judged:
     """How likely the model finds each option as its reply: probabilities over the
-    options, summing to 1, and the call's usage."""
+    options, summing to 1 (all 0 when `mass` is 0), and the call's usage.
+
+    `mass` is the share of the reply's first token that the options held together
+    before they were normalised: a reply that opens with neither ("Partially", "Sure")
+    leaves little on them, and their normalised probabilities then say nothing. 1.0
+    where the backend saw only the reply as written.
+    """
 
     probabilities: dict[str, float]
     usage: Usage
+    mass: float = 1.0
 
     def probability(self, option: str) -> float:
         return self.probabilities.get(option, 0.0)

@@ -483,7 +483,7 @@ class LlamaChatModel:
             self.price.cost(len(prompt), 1),
             tokens_evaluated=timings.prompt_evaluated,
         )
-        return Judged(probabilities, usage)
+        return Judged(probabilities, usage, mass=min(total / float(weights.sum()), 1.0))
 
     def _pieces(self, messages: Sequence[Message], max_tokens: int) -> Iterator[TextPiece]:
         """Free text as llama.cpp decodes it, then the usage (runs in a worker thread).

@@ -109,14 +109,19 @@ class OpenAIChatModel:
             if option is not None:
                 mass[option] += math.exp(float(candidate.logprob))
         total = sum(mass.values())
-        if total <= 0:
-            # None of the likeliest tokens opens an option: take the reply as written.
+        if not top:
+            # A server that returns no logprobs: take the reply as written.
             option = _option_of(str(choice.message.content or ""), options)
             if option is None:
                 raise ModelError(f"{self.name}: the reply names none of {list(options)}")
             mass, total = {o: float(o == option) for o in options}, 1.0
+        if total <= 0:
+            # None of the likeliest tokens opens an option: they hold none of the reply.
+            return Judged({option: 0.0 for option in options}, usage, mass=0.0)
         probabilities = {option: value / total for option, value in mass.items()}
-        return Judged(probabilities, usage)
+        # The tokens past the 20 likeliest hold at most a sliver: the mass read is a
+        # lower bound, off by less than the 20th token's probability.
+        return Judged(probabilities, usage, mass=min(total, 1.0))
 
     async def text(self, messages: Sequence[Message], *, max_tokens: int = 256) -> Text:
         return await read_text(self.stream(messages, max_tokens=max_tokens))

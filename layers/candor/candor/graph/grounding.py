@@ -25,10 +25,12 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from candor.backends.keyword_vectors import stem
 from candor.deps import Deps
 from candor.graph import prompts, proper_names
 from candor.graph.state import GradedBy, GradeRecord, GraphState, GroundingCheck, Update
 from candor.ports import VectorIndex
+from candor.text import ATTRIBUTION_STOPWORDS, words
 from candor.types import Hit
 
 # Keyword candidates read per name. A name is a rare term, and the index ranks
@@ -312,6 +314,52 @@ async def check(
     return check, tuple([*added, *kept][: max(top_k, len(added))])
 
 
+# Words that frame a question about a name rather than add to what it asks: "what
+# does --x mean", "explain gc.auto", "which option ...". They need not stand in the
+# passage; every other content word of the question must.
+_FRAMING_TEXT = """
+    mean means meaning meant explain explains tell describe happen happens work works
+    purpose option options flag flags setting settings command commands example please
+    help know want need difference between exactly actually really way ways
+"""
+FRAMING_WORDS = frozenset(_FRAMING_TEXT.split())
+# A question word and a passage word of at least this many letters that one begins
+# with the other are one word ("protect", "protection").
+_SHARED_STEM = 5
+
+
+def _matches(word: str, found: set[str]) -> bool:
+    if word in found:
+        return True
+    if len(word) < _SHARED_STEM:
+        return False
+    return any(
+        len(other) >= _SHARED_STEM and (other.startswith(word) or word.startswith(other))
+        for other in found
+    )
+
+
+def about_names(question: str, names: Sequence[str], passages: Sequence[str]) -> bool:
+    """Whether `question` asks about its names, by what the passages that hold them say.
+
+    Every content word of the question besides the names' own and the words that
+    frame a question ("explain", "mean", "option") must stand, in some form, in
+    one of `passages`: "Which remote ref does --force-with-lease protect?" is about
+    the flag; "Write me a limerick about my cat, not about --force-with-lease." is not.
+    """
+    named = {stem(w) for name in names for w in words(name)}
+    asked = {
+        stem(w)
+        for w in words(question)
+        if len(w) >= 3 and w not in ATTRIBUTION_STOPWORDS | FRAMING_WORDS and not w.isdigit()
+    }
+    wanted = asked - named
+    if not wanted:
+        return True
+    found = {stem(w) for text in passages for w in words(text)}
+    return all(_matches(word, found) for word in wanted)
+
+
 @dataclass(frozen=True, slots=True)
 class Gate:
     """The gate's findings on one grade: the passages to judge and, when the
@@ -322,6 +370,7 @@ class Gate:
     attempt: int
     earlier: tuple[GradeRecord, ...]
     added: bool
+    question: str = ""
 
     @property
     def decided_by(self) -> GradedBy | None:
@@ -334,21 +383,34 @@ class Gate:
     def names_settle(self, passage_chars: int) -> bool:
         """Whether the names alone say the passages answer, so no model need grade them.
 
-        True when the question names at least one exact thing (specific_name) and
-        every name it relies on stands in what the answer will read. Such a
-        question asks about that thing, and the passage that defines it is in
-        front of the model; a grade would only repeat what the index has shown.
+        True when the question names at least one exact thing (specific_name), every
+        name it relies on stands in what the answer will read, and the question is
+        about those names: its other content words stand in a passage that holds one
+        (`about_names`). Such a question asks about that thing, and the passage that
+        defines it is in front of the model; a grade would only repeat what the index
+        has shown. "Write me a limerick about my cat, not about --force-with-lease."
+        names a flag the passages show, and is graded.
         """
         names = self.check.names
         if not any(specific_name(name) for name in names if name not in self.check.products):
             return False
         read = [shown(hit, passage_chars) for hit in prompts.shown(self.passages)]
         products = self.check.products
-        return all(
+        if not all(
             any(holds(text, name, product=name in products) for text in read) for name in names
-        )
+        ):
+            return False
+        holding = [t for t in read if any(holds(t, n, product=n in products) for n in names)]
+        return about_names(self.question, names, holding)
 
-    def update(self, *, answerable: bool, by: GradedBy, score: float | None = None) -> Update:
+    def update(
+        self,
+        *,
+        answerable: bool,
+        by: GradedBy,
+        score: float | None = None,
+        option_mass: float | None = None,
+    ) -> Update:
         record = GradeRecord(
             attempt=self.attempt,
             passage_ids=tuple(hit.chunk.id for hit in self.passages),
@@ -356,6 +418,7 @@ class Gate:
             by=by,
             grounding=self.check,
             score=score,
+            option_mass=option_mass,
         )
         update: Update = {"answerable": answerable, "grades": (*self.earlier, record)}
         if self.added:
@@ -372,4 +435,5 @@ async def gate(state: GraphState, deps: Deps, question: str) -> Gate:
         passage_chars=deps.settings.passage_chars,
         top_k=state.top_k,
     )
-    return Gate(found, passages, state.attempts, state.grades, passages != state.passages)
+    added = passages != state.passages
+    return Gate(found, passages, state.attempts, state.grades, added, question)

@@ -185,6 +185,11 @@ async def retrieve(state: GraphState, deps: Deps) -> Update:
     }
 
 
+# The least share of the grade's first token that "yes" and "no" must hold together for
+# their odds to count: under it the grade failed, and the question is declined.
+MIN_OPTION_MASS = 0.5
+
+
 def subject(state: GraphState) -> str:
     # A follow-up ("tell me more") is answered as the question it continues.
     return state.query if state.intent == "follow_up" else state.question
@@ -196,11 +201,13 @@ async def grade(state: GraphState, deps: Deps) -> Update:
     The grounding gate goes first: it declines a question naming what no document
     holds, and brings in the passage that holds a name retrieval missed. When every
     name of a question that names an exact thing stands in the passages the answer
-    reads, they answer it without a model call (grounding.Gate.names_settle). Then the
-    model's probability of "yes" is compared with a threshold (settings.grade_threshold,
-    chosen on the dev set). The checks after the answer (support, citations) stop
-    invented specifics, so the grade need not be the strictest judge: it is set not
-    to decline what the passages hold.
+    reads, and the question is about those names, they answer it without a model call
+    (grounding.Gate.names_settle). Then the model's probability of "yes" is compared
+    with a threshold (settings.grade_threshold, chosen on the dev set), once "yes" and
+    "no" hold at least MIN_OPTION_MASS of the reply's first token between them; a
+    reply that opens with neither fails the grade. The checks after the answer
+    (support, citations) stop invented specifics, so the grade need not be the
+    strictest judge: it is set not to decline what the passages hold.
     """
     gate = await grounding.gate(state, deps, subject(state))
     if gate.decided_by is not None:
@@ -210,8 +217,13 @@ async def grade(state: GraphState, deps: Deps) -> Update:
     text = prompts.format_passages(gate.passages, deps.settings.passage_chars)
     verdict = await deps.chat.judge(prompts.grade(text, subject(state)), prompts.GRADE_OPTIONS)
     score = verdict.probability(prompts.YES)
+    mass = round(verdict.mass, 4)
+    if verdict.mass < MIN_OPTION_MASS:
+        # A reply that opens with neither word ("Partially", "Sure") says nothing about
+        # yes against no: 0.01% yes and no "no" would renormalise to a sure yes.
+        return gate.update(answerable=False, by="model", score=round(score, 4), option_mass=mass)
     answerable = score >= deps.settings.grade_threshold
-    return gate.update(answerable=answerable, by="model", score=round(score, 4))
+    return gate.update(answerable=answerable, by="model", score=round(score, 4), option_mass=mass)
 
 
 async def rewrite(state: GraphState, deps: Deps) -> Update:

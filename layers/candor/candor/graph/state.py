@@ -106,6 +106,9 @@ class GradeRecord:
     grounding: GroundingCheck = GroundingCheck()
     # The model's probability that the passages answer (None: no model judged).
     score: float | None = None
+    # The share of the judge's first token on "yes" and "no" together: below
+    # nodes.MIN_OPTION_MASS the grade failed and the question was declined.
+    option_mass: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
