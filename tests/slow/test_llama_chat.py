@@ -275,6 +275,8 @@ def test_a_judged_choice_is_a_probability_that_follows_the_facts(model: LlamaCha
         judged = run(model.judge(messages, ("yes", "no")))
         assert sum(judged.probabilities.values()) == pytest.approx(1.0)
         assert judged.usage.tokens_out == 1 and judged.usage.tokens_in > 0
+        # Told to answer yes or no, the model opens with one of them: most of its mass.
+        assert 0.5 <= judged.mass <= 1.0
         return judged.probability("yes")
 
     assert yes("Is Paris the capital of France?") > yes("Is Madrid the capital of France?")

@@ -227,7 +227,8 @@ def test_every_candor_error_has_its_own_row_and_none_is_a_500() -> None:
 
 
 @pytest.mark.parametrize(
-    "outage", [ModelError(), IndexError_(), StateStoreError(), DeadlineExceededError()]
+    "outage",
+    [ModelError("timed out"), IndexError_(), StateStoreError(), DeadlineExceededError()],
 )
 def test_an_outage_is_a_503_with_retry_after(outage: CandorError) -> None:
     response = table.error_response(outage, "0" * 32)

@@ -133,7 +133,8 @@ class Meter:
             if room is not None and bound.cost_usd > room + TOLERANCE_USD:
                 raise ModelError(
                     f"{what} could cost ${bound.cost_usd:.7f}; the request has "
-                    f"${max(room, 0.0):.7f} left of what it reserved"
+                    f"${max(room, 0.0):.7f} left of what it reserved",
+                    "over_budget",
                 )
             bill = Bill(bound, room)
             self._open.append(bill)

@@ -1,5 +1,7 @@
 """Library errors. Handlers map these to responses in one place."""
 
+from typing import Literal
+
 
 class CandorError(Exception):
     """Base class for every error candor raises on purpose."""
@@ -9,8 +11,34 @@ class ConfigurationError(CandorError):
     """The settings cannot build a working system (missing file, bad value)."""
 
 
+# How a model call failed, as a ModelError says it.
+ModelErrorKind = Literal[
+    "refused",  # the provider declined to answer (a refusal, its content filter)
+    "off_schema",  # a structured reply that is not the schema
+    "truncated",  # a reply cut at its output cap
+    "status",  # the provider answered with an error status
+    "unreachable",  # a timeout, or a connection lost or never made
+    "no_option",  # a judged reply that names none of the options
+    "over_budget",  # the request's reservation cannot cover the call
+    "local",  # the local model or embedder failed
+    "failed",  # anything else: a reply the adapter could not use
+]
+
+
 class ModelError(CandorError):
-    """A chat model or embedder call failed (timeout, bad output, provider error)."""
+    """A chat model, embedder or reranker call failed; `kind` says how.
+
+    Its message is candor's own words: the backend, the kind, a status code or a
+    schema's name. Never the provider's text or the reply: a refusal, an error body
+    or pydantic's `input_value` can quote the visitor, and the message goes to the
+    log and to the X-Ray subsegment of the node that raised it. Adapters raise it
+    `from withheld(error)` (candor.withheld), which keeps the cause's type and
+    frames without its text.
+    """
+
+    def __init__(self, message: str, kind: ModelErrorKind = "failed") -> None:
+        super().__init__(message)
+        self.kind: ModelErrorKind = kind
 
 
 class IndexError_(CandorError):

@@ -438,8 +438,11 @@ def settings_fingerprint(settings: Settings, *, chat: str, embedder: str, top_k:
     return hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()
 
 
-def cache_key(question: str, *, corpus_version: int, fingerprint: str) -> CacheKey:
-    return CacheKey(normalise(question), corpus_version, fingerprint)
+def cache_key(
+    question: str, *, corpus_version: int, fingerprint: str, secret: bytes | None = None
+) -> CacheKey:
+    """`secret`: candor.question_keys.key_for(settings), for an HMAC digest."""
+    return CacheKey(normalise(question), corpus_version, fingerprint, secret)
 
 
 def cacheable(state: GraphState) -> bool:

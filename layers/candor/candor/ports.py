@@ -7,6 +7,7 @@ the others are plain calls that the graph runs in a worker thread.
 from __future__ import annotations
 
 import hashlib
+import hmac
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -372,16 +373,24 @@ class RateDecision:
 
 @dataclass(frozen=True, slots=True)
 class CacheKey:
-    """An exact repeat: the same normalised question, corpus version and settings."""
+    """An exact repeat: the same normalised question, corpus version and settings.
+
+    `secret`: the key of an HMAC digest when questions are not stored
+    (candor.question_keys), so that a guessed question cannot be confirmed.
+    """
 
     question: str
     corpus_version: int
     settings_fingerprint: str
+    secret: bytes | None = field(default=None, repr=False, compare=False)
 
     @property
     def digest(self) -> str:
         text = f"{self.settings_fingerprint}\x00{self.corpus_version}\x00{self.question}"
-        return hashlib.sha256(text.encode()).hexdigest()
+        data = text.encode("utf-8", "surrogatepass")
+        if self.secret is not None:
+            return hmac.new(self.secret, data, hashlib.sha256).hexdigest()
+        return hashlib.sha256(data).hexdigest()
 
 
 RatingOutcome = Literal["rated", "unknown", "forbidden"]

@@ -27,6 +27,8 @@ from candor.errors import ConfigurationError
 if TYPE_CHECKING:
     from mypy_boto3_ssm import SSMClient
 
+    from candor.settings import Settings
+
 # How long a failed read of a parameter is answered from memory before SSM is asked again.
 FAILED_READ_BACKOFF_SECONDS = 10.0
 
@@ -77,6 +79,21 @@ def optional_secret(
     if parameter:
         return ssm_secure_string(parameter, region=region, client=ssm)
     return None
+
+
+# The embedded default's session key, in the data folder.
+SESSION_SECRET_FILE = "session-secret"
+
+
+def session_secret(settings: Settings) -> str:
+    """The deployment's secret: CANDOR_SESSION_SECRET, its SSM parameter, or a key
+    generated into the data folder. It signs session ids (candor.api.sessions) and
+    keys the caches' digests when questions are not stored (candor.question_keys)."""
+    return optional_secret(
+        direct=settings.session_secret,
+        parameter=settings.session_secret_parameter,
+        region=settings.aws_region,
+    ) or generated_secret(settings.data_dir / SESSION_SECRET_FILE)
 
 
 def generated_secret(path: Path) -> str:

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
-from candor import billing, guards, traces
+from candor import billing, guards, question_keys, traces
 from candor import deadline as deadlines
 from candor.curated import first, lookup
 from candor.curated.records import CuratedState
@@ -383,7 +383,10 @@ def _cache_key(deps: Deps, question: str, top_k: int, curated_generation: int) -
         curated = f"{fingerprint}\x00curated\x00{curated_generation}"
         fingerprint = hashlib.sha256(curated.encode()).hexdigest()
     version = deps.state.corpus_version(deps.settings.index_name)
-    return guards.cache_key(question, corpus_version=version, fingerprint=fingerprint)
+    secret = question_keys.key_for(deps.settings)
+    return guards.cache_key(
+        question, corpus_version=version, fingerprint=fingerprint, secret=secret
+    )
 
 
 def history_expires_at(settings: Settings, now: float) -> int:

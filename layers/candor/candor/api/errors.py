@@ -219,10 +219,13 @@ def public_error(error: BaseException, trace_id: str) -> PublicError:
             exc_info=withheld(error),
         )
     elif row.log:
-        # An outage: the message is candor's own (the backend and what it answered).
+        # An outage: the message is candor's own (the backend and what it answered;
+        # a ModelError's kind, never the provider's text: candor.errors.ModelError).
+        kind = getattr(error, "kind", None)
         logger.error(
-            "request failed: %s: %s",
+            "request failed: %s%s: %s",
             type(error).__name__,
+            f" ({kind})" if kind else "",
             error,
             extra={"trace_id": trace_id, "reason": row.reason},
         )

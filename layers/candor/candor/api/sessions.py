@@ -21,7 +21,7 @@ from candor.settings import Settings
 # Ids from a clock a little ahead of ours are accepted, not ones from the future.
 CLOCK_SKEW_SECONDS = 300
 MIN_SECRET_CHARS = 16
-SECRET_FILE = "session-secret"
+SECRET_FILE = keys.SESSION_SECRET_FILE
 
 
 def _b64(raw: bytes) -> str:
@@ -58,9 +58,5 @@ class SessionSigner:
 
 def signer_for(settings: Settings) -> SessionSigner:
     """The signer keyed by CANDOR_SESSION_SECRET, its SSM parameter, or a key in the data folder."""
-    secret = keys.optional_secret(
-        direct=settings.session_secret,
-        parameter=settings.session_secret_parameter,
-        region=settings.aws_region,
-    ) or keys.generated_secret(settings.data_dir / SECRET_FILE)
+    secret = keys.session_secret(settings)
     return SessionSigner(secret, max_age_seconds=settings.session_max_age_seconds)

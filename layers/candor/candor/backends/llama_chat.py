@@ -52,6 +52,7 @@ from candor.errors import ConfigurationError, ModelError
 from candor.ports import Judged, M, Structured, Text, TextPiece, read_text
 from candor.settings import Price
 from candor.types import Message, Usage
+from candor.withheld import withheld
 
 if TYPE_CHECKING:
     from llama_cpp import Llama, LlamaState
@@ -214,6 +215,10 @@ def grammar_for(schema: type[BaseModel]) -> LlamaGrammar:
     return LlamaGrammar.from_json_schema(json.dumps(schema.model_json_schema()), verbose=False)
 
 
+def _failed(name: str, error: Exception) -> ModelError:
+    return ModelError(f"{name}: llama.cpp failed: {type(error).__name__}", "local")
+
+
 class LlamaChatModel:
     """ChatModel backed by a local GGUF file; the model loads on first use."""
 
@@ -263,7 +268,9 @@ class LlamaChatModel:
                 try:
                     loaded.save_head(key, keep=self.saved_system_prompts)
                 except (RuntimeError, ValueError) as e:
-                    raise ModelError(f"{self.name}: llama.cpp failed: {e}") from e
+                    raise ModelError(
+                        f"{self.name}: llama.cpp failed: {type(e).__name__}", "local"
+                    ) from e
                 saved += 1
         return saved
 
@@ -281,11 +288,12 @@ class LlamaChatModel:
         try:
             value = schema.model_validate_json(completion.text)
         except ValidationError as e:
-            hint = " (cut off by max_tokens)" if completion.finish_reason == "length" else ""
+            # The output can quote the visitor: the log gets its kind, not its text.
+            cut = completion.finish_reason == "length"
             raise ModelError(
-                f"{self.name}: output does not match {schema.__name__}{hint}: "
-                f"{completion.text[:200]!r}"
-            ) from e
+                f"{self.name}: output does not match {schema.__name__}",
+                "truncated" if cut else "off_schema",
+            ) from withheld(e)
         return Structured(value, self._usage(completion))
 
     async def judge(self, messages: Sequence[Message], options: Sequence[str]) -> Judged:
@@ -382,7 +390,8 @@ class LlamaChatModel:
         if len(prompt) + max_tokens > self.context_tokens:
             raise ModelError(
                 f"{self.name}: prompt of {len(prompt)} tokens + {max_tokens} to generate "
-                f"exceeds the context of {self.context_tokens}"
+                f"exceeds the context of {self.context_tokens}",
+                "local",
             )
         llama_cpp.llama_perf_context_reset(loaded.llama.ctx)
         loaded.count.begin(len(prompt))
@@ -390,7 +399,7 @@ class LlamaChatModel:
         try:
             restored = loaded.start_from_head(prompt, head, keep=self.saved_system_prompts)
         except (RuntimeError, ValueError) as e:
-            raise ModelError(f"{self.name}: llama.cpp failed: {e}") from e
+            raise _failed(self.name, e) from e
         return _Call(prompt, restored, started)
 
     def _finish(self, loaded: _Loaded, call: _Call) -> CallTimings:
@@ -433,7 +442,9 @@ class LlamaChatModel:
                     grammar=grammar,
                 )
             except (RuntimeError, ValueError) as e:
-                raise ModelError(f"{self.name}: llama.cpp failed: {e}") from e
+                raise ModelError(
+                    f"{self.name}: llama.cpp failed: {type(e).__name__}", "local"
+                ) from e
             timings = self._finish(loaded, call)
         choice = result["choices"][0]
         usage = result["usage"]
@@ -466,7 +477,9 @@ class LlamaChatModel:
                     llama._ctx.get_logits_ith(-1), shape=(llama.n_vocab(),)
                 ).astype(np.float64)
             except (RuntimeError, ValueError) as e:
-                raise ModelError(f"{self.name}: llama.cpp failed: {e}") from e
+                raise ModelError(
+                    f"{self.name}: llama.cpp failed: {type(e).__name__}", "local"
+                ) from e
             timings = self._finish(loaded, call)
         weights = np.exp(logits - logits.max())
         starts = {option: set(loaded.starts_of(option)) for option in options}
@@ -475,7 +488,7 @@ class LlamaChatModel:
         mass = {option: float(weights[sorted(starts[option] - common)].sum()) for option in options}
         total = sum(mass.values())
         if total <= 0:
-            raise ModelError(f"{self.name}: no probability on any of {list(options)}")
+            raise ModelError(f"{self.name}: no probability on any of {list(options)}", "no_option")
         probabilities = {option: value / total for option, value in mass.items()}
         usage = Usage(
             len(prompt),
@@ -511,7 +524,9 @@ class LlamaChatModel:
                     if choice["text"]:
                         yield str(choice["text"])
             except (RuntimeError, ValueError) as e:
-                raise ModelError(f"{self.name}: llama.cpp failed: {e}") from e
+                raise ModelError(
+                    f"{self.name}: llama.cpp failed: {type(e).__name__}", "local"
+                ) from e
             # Streamed chunks carry no usage. Every generated token but a last one
             # cut off by max_tokens has been evaluated into the KV cache (measured:
             # this equals the unstreamed call's completion_tokens).

@@ -30,6 +30,7 @@ from tokenizers import Encoding, Tokenizer
 from candor.backends.model_files import EmbeddingModel, shipped_embedding_model
 from candor.errors import ConfigurationError, ModelError
 from candor.ports import Vectors
+from candor.withheld import withheld
 
 _TOKENIZER = "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
 # The sequence length the model was trained with; longer input is truncated.
@@ -165,7 +166,7 @@ class OnnxEmbedder:
                 [self._output], {k: v for k, v in feeds.items() if k in self._inputs}
             )
         except Exception as e:  # onnxruntime raises its own untyped errors
-            raise ModelError(f"embedding failed: {e}") from e
+            raise ModelError(f"embedding failed: {type(e).__name__}", "local") from withheld(e)
         # Mean over real tokens only: padding must not pull short texts around.
         weights = mask.astype(np.float32)
         summed = np.matmul(weights[:, None, :], np.asarray(hidden, dtype=np.float32))[:, 0, :]

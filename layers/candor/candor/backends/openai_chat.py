@@ -12,7 +12,9 @@ price: an upper bound, since cached ones are billed at a discount. A reply that
 is of no use (cut at max_tokens, refused, off the schema, naming no option) is
 billed by OpenAI all the same: its usage goes on the call's bill before the
 ModelError, and an attempt whose reply never said (a timeout, a cut stream) is
-charged its bound (candor.billing).
+charged its bound (candor.billing). A ModelError names its kind (refused, off
+the schema, cut at its cap, an error status) and never the provider's text, which
+can quote the visitor (candor.errors.ModelError).
 
 The SDK is imported on first use, not at import: it costs about half a second of
 cold start, which a Lambda that answers from the cache never needs to pay.
@@ -36,12 +38,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from candor import billing, deadline
-from candor.backends.openai_client import LazyOpenAIClient
+from candor.backends.openai_client import LazyOpenAIClient, model_error
 from candor.backends.threaded import iterate_in_thread
 from candor.errors import ModelError
 from candor.ports import Judged, M, Structured, Text, TextPiece, read_text
 from candor.settings import Price
 from candor.types import Message, Usage
+from candor.withheld import withheld
 
 
 def _usage_in(response: Any) -> Any:
@@ -113,7 +116,9 @@ class OpenAIChatModel:
             # A server that returns no logprobs: take the reply as written.
             option = _option_of(str(choice.message.content or ""), options)
             if option is None:
-                raise ModelError(f"{self.name}: the reply names none of {list(options)}")
+                raise ModelError(
+                    f"{self.name}: the reply names none of {list(options)}", "no_option"
+                )
             mass, total = {o: float(o == option) for o in options}, 1.0
         if total <= 0:
             # None of the likeliest tokens opens an option: they hold none of the reply.
@@ -156,20 +161,25 @@ class OpenAIChatModel:
                 f"a {self.name} call",
             )
         except OpenAIError as e:
-            raise ModelError(f"{self.name}: {type(e).__name__}: {e}") from e
+            raise model_error(self.name, e) from withheld(e)
         usage = self._reported(_usage_in(raw.http_response))
         try:
             completion = raw.parse()
         # A reply cut off by max_tokens, filtered, or not matching the schema is
         # as much a failed decision as a provider error.
-        except (OpenAIError, ValidationError) as e:
-            raise ModelError(f"{self.name}: {type(e).__name__}: {e}") from e
+        except OpenAIError as e:
+            raise model_error(self.name, e) from withheld(e)
+        except ValidationError as e:
+            raise ModelError(
+                f"{self.name}: the reply is not a {schema.__name__}", "off_schema"
+            ) from (withheld(e))
         message = completion.choices[0].message
         if message.refusal:
-            raise ModelError(f"{self.name} refused a {schema.__name__}: {message.refusal[:200]}")
+            # The refusal's text can quote the visitor: that it refused is what the log gets.
+            raise ModelError(f"{self.name} refused a {schema.__name__}", "refused")
         value = message.parsed
         if not isinstance(value, schema):
-            raise ModelError(f"{self.name}: no {schema.__name__} in the reply")
+            raise ModelError(f"{self.name}: no {schema.__name__} in the reply", "off_schema")
         return Structured(value, usage)
 
     def _judged(self, messages: Sequence[Message]) -> Any:
@@ -190,7 +200,7 @@ class OpenAIChatModel:
                 f"a {self.name} call",
             )
         except OpenAIError as e:
-            raise ModelError(f"{self.name}: {type(e).__name__}: {e}") from e
+            raise model_error(self.name, e) from withheld(e)
 
     def _pieces(self, messages: Sequence[Message], max_tokens: int) -> Iterator[TextPiece]:
         """The reply's text as the chunks arrive, then the usage (runs in a worker thread).
@@ -228,7 +238,7 @@ class OpenAIChatModel:
                         if choice.delta.content:
                             yield choice.delta.content
         except OpenAIError as e:
-            raise ModelError(f"{self.name}: {type(e).__name__}: {e}") from e
+            raise model_error(self.name, e) from withheld(e)
         yield self._reported(usage)
 
     def _reported(self, usage: Any) -> Usage:

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
 from candor import billing, deadline
-from candor.errors import DeadlineExceededError
+from candor.errors import DeadlineExceededError, ModelError, ModelErrorKind
 
 if TYPE_CHECKING:
     from openai import OpenAI, OpenAIError
@@ -103,6 +103,33 @@ class LazyOpenAIClient:
                     raise DeadlineExceededError(f"no time left to retry {what}") from error
                 time.sleep(wait)
         raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def model_error(model: str, error: OpenAIError) -> ModelError:
+    """The ModelError an SDK error becomes: its type, kind and status, never its text.
+
+    An error's text quotes what the provider sent back (a status body, a refusal, a
+    reply that did not parse), which can quote the visitor; raise it `from
+    withheld(error)`.
+    """
+    from openai import (
+        APIConnectionError,
+        APIStatusError,
+        ContentFilterFinishReasonError,
+        LengthFinishReasonError,
+    )
+
+    kind: ModelErrorKind = "failed"
+    detail = type(error).__name__
+    if isinstance(error, LengthFinishReasonError):
+        kind = "truncated"
+    elif isinstance(error, ContentFilterFinishReasonError):
+        kind = "refused"
+    elif isinstance(error, APIStatusError):
+        kind, detail = "status", f"{detail} (status {error.status_code})"
+    elif isinstance(error, APIConnectionError):  # a timeout is one too
+        kind = "unreachable"
+    return ModelError(f"{model}: {detail}", kind)
 
 
 # httpx's (and httpx2's, which the SDK may use) errors of a request that never

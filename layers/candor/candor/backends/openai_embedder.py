@@ -17,11 +17,12 @@ from collections.abc import Sequence
 import numpy as np
 
 from candor import billing
-from candor.backends.openai_client import LazyOpenAIClient
+from candor.backends.openai_client import LazyOpenAIClient, model_error
 from candor.errors import ConfigurationError, ModelError
 from candor.ports import Vectors
 from candor.settings import Price
 from candor.types import Usage
+from candor.withheld import withheld
 
 # The width each model returns unless asked for fewer (text-embedding-3-* accept
 # `dimensions`; ada-002 does not).
@@ -111,7 +112,7 @@ class OpenAIEmbedder:
                 f"a {self.name} call",
             )
         except OpenAIError as e:
-            raise ModelError(f"{self.name}: {type(e).__name__}: {e}") from e
+            raise model_error(self.name, e) from withheld(e)
         reported = response.usage is not None
         tokens = int(response.usage.prompt_tokens) if reported else 0
         bill = billing.current()

@@ -21,10 +21,11 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from candor import billing
-from candor.errors import ModelError
+from candor.errors import ModelError, ModelErrorKind
 from candor.ingest.reading import embedding_text
 from candor.ports import Reranked
 from candor.types import NO_USAGE, Chunk, Usage
+from candor.withheld import type_name, withheld
 
 if TYPE_CHECKING:
     from candor.settings import Settings
@@ -138,15 +139,19 @@ class PineconeReranker:
         except (RateLimitError, ServiceError) as e:
             if bill is not None:
                 bill.unbilled()
-            logger.warning("%s unavailable, keeping the fused order: %s", self.name, e)
+            logger.warning("%s unavailable, keeping the fused order: %s", self.name, type_name(e))
             return None
         except (PineconeTimeoutError, PineconeConnectionError) as e:
-            logger.warning("%s unavailable, keeping the fused order: %s", self.name, e)
+            logger.warning("%s unavailable, keeping the fused order: %s", self.name, type_name(e))
             return None
         except PineconeError as e:
             if bill is not None and isinstance(e, ApiError):
                 bill.unbilled()  # an error status; a reply it could not parse stays at the bound
-            raise ModelError(f"{self.name}: {type(e).__name__}: {e}") from e
+            # Its text can quote the query (the visitor's question): the type and status only.
+            status = getattr(e, "status", None)
+            detail = f" (status {status})" if isinstance(status, int) else ""
+            kind: ModelErrorKind = "status" if detail else "failed"
+            raise ModelError(f"{self.name}: {type(e).__name__}{detail}", kind) from withheld(e)
 
 
 def _in_order(count: int) -> list[float]:

@@ -13,7 +13,7 @@ import re
 import time
 from collections.abc import Callable, Sequence
 
-from candor import retrieval
+from candor import question_keys, retrieval
 from candor.deps import Deps
 from candor.errors import StateStoreError
 from candor.graph import grounding, limits, prompts, quotes, smalltalk, support
@@ -54,7 +54,10 @@ async def moderate(state: GraphState, deps: Deps) -> Update:
             return _screened(screen.kind, "classifier", screen, True)
         verdict = await _triage(state, deps)  # its flag is answered: the look cleared it
         return _screened(verdict.kind, "model", screen, True)
-    key = verdicts.digest(state.question, chat_model=deps.chat.name)
+    key = ""
+    if settings.cache_enabled:
+        secret = await asyncio.to_thread(question_keys.key_for, settings)
+        key = verdicts.digest(state.question, chat_model=deps.chat.name, secret=secret)
     cached = await _cached_verdict(key, deps) if settings.cache_enabled else None
     if cached is not None:
         return _screened(cached, "cache", screen)

@@ -14,15 +14,16 @@ keeps none). What is kept, and what is not:
   conversation it continues, which the next visitor sending it does not share.
 
 The key holds the chat model's name and the triage prompt, so a verdict is never
-served to another model or after the prompt changes. Verdicts do not depend on
+served to another model or after the prompt changes; without stored questions it
+is an HMAC under the deployment's secret, as the answer cache's is. Verdicts do not depend on
 the documents: an ingest does not retire them.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 
+from candor import question_keys
 from candor.graph import limits, prompts
 from candor.graph.state import Intent
 from candor.guards import normalise
@@ -30,12 +31,13 @@ from candor.guards import normalise
 CACHED_KINDS: frozenset[Intent] = frozenset({"greeting", "contact", "code_request", "question"})
 
 
-def digest(message: str, *, chat_model: str) -> str:
-    """The key of a message's verdict: the normalised message, model and triage prompt."""
+def digest(message: str, *, chat_model: str, secret: bytes | None = None) -> str:
+    """The key of a message's verdict: the normalised message, model and triage prompt;
+    an HMAC under `secret` when questions are not stored (candor.question_keys)."""
     shaping = json.dumps(
         [chat_model, prompts.TRIAGE_SYSTEM, limits.STRUCTURED_MAX_TOKENS, normalise(message)]
     )
-    return hashlib.sha256(shaping.encode("utf-8")).hexdigest()
+    return question_keys.digest(shaping, secret)
 
 
 def cacheable(kind: Intent) -> bool:
