@@ -12,6 +12,10 @@ A second pass sends what the schema cannot describe, on every route: lone
 surrogates and NUL bytes in any field, non-finite and huge numbers, nesting deeper
 than the JSON parser goes, and header bytes that are not ASCII. None may be a 500,
 and every refusal is JSON with a reason and a trace id.
+
+A third sends questions made of hundreds of names (flags, settings, versions,
+product names), each of which the grounding gate would look up: the index reads
+each answer's trace counts stay within the bound the budget reserves for.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from candor.backends.hashing_embedder import HashingEmbedder
 from candor.backends.sqlite_index import SqliteVectorIndex
 from candor.backends.sqlite_state import SqliteStateStore
 from candor.deps import Deps
+from candor.graph import limits
 from candor.settings import DEFAULT_PRICES, Settings
 from tests.conftest import PASSAGES
 from tests.support.edge import ORIGIN, SERVER_KEY, allowing
@@ -268,3 +273,39 @@ def test_hostile_input_on_every_route_is_a_json_4xx_never_a_500(app: FastAPI) ->
         assert_json_error_or_ok(response)
 
     header()
+
+
+# Questions of as many names as 1,000 characters hold: each one a lookup for the gate.
+NAME = st.one_of(
+    st.from_regex(r"--[a-z][a-z0-9-]{0,10}[a-z0-9]", fullmatch=True),
+    st.from_regex(r"[a-z]{2,6}\.[a-z]{2,8}", fullmatch=True),
+    st.from_regex(r"[A-Z]{3,6}_[A-Z]{3,6}", fullmatch=True),
+    st.from_regex(r"[0-9]\.[0-9]{1,2}", fullmatch=True),
+    st.from_regex(r"[a-z][A-Z][a-z]{1,4}|[A-Z][a-z]{2,5}[A-Z][a-z]{1,4}", fullmatch=True),
+    st.from_regex(r"`[a-z]{2,8}\(\)`", fullmatch=True),
+)
+
+
+@st.composite
+def names_question(draw: st.DrawFn) -> str:
+    names = draw(st.lists(NAME, min_size=50, max_size=400))
+    return ("Compare " + ", ".join(names))[:1_000]
+
+
+def test_a_question_of_hundreds_of_names_stays_within_the_index_reads_reserved(
+    app: FastAPI,
+) -> None:
+    client = TestClient(app)
+    most = limits.envelope(app.state.deps_provider().settings).index_reads
+
+    @given(question=names_question())
+    @settings(
+        max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+    )
+    def ask(question: str) -> None:
+        response = client.post("/ask", json={"question": question}, headers={"Origin": ORIGIN})
+        assert response.status_code == 200, response.text
+        reads = sum(step["index_reads"] for step in response.json()["trace"])
+        assert reads <= most, question
+
+    ask()

@@ -93,6 +93,9 @@ class FakeIndex:
     calls: list[Call] = field(default_factory=list)
     # Status codes to answer the next requests with, for failure tests.
     failures: list[int] = field(default_factory=list)
+    # What each query reports it was billed (Pinecone: 1 per GB of the namespace);
+    # None: the response says nothing of it.
+    query_read_units: int | None = 1
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def space(self, namespace: str | None) -> dict[str, Record]:
@@ -183,7 +186,10 @@ class FakeIndex:
             if body.get("includeValues"):
                 match["values"] = record.values
             found.append(match)
-        return {"matches": found, "namespace": body.get("namespace", ""), "usage": {"readUnits": 1}}
+        response: dict[str, Any] = {"matches": found, "namespace": body.get("namespace", "")}
+        if self.query_read_units is not None:
+            response["usage"] = {"readUnits": self.query_read_units}
+        return response
 
     def fetch(self, query: dict[str, list[str]]) -> dict[str, Any]:
         ids = query.get("ids", [])

@@ -52,6 +52,7 @@ def test_ask_returns_the_documented_response_shape(make_deps: MakeDeps) -> None:
         "tokens_evaluated",
         "tokens_out",
         "cost_usd",
+        "index_reads",
     }
     assert len(body["trace_id"]) == 32
 

@@ -137,7 +137,10 @@ def index(tmp_path: Path) -> Iterator[SqliteVectorIndex]:
 def check(
     question: str, passages: list[Hit], index: SqliteVectorIndex, top_k: int = 2
 ) -> tuple[GroundingCheck, tuple[Hit, ...]]:
-    return asyncio.run(grounding.check(question, passages, index, passage_chars=600, top_k=top_k))
+    found, shown, _ = asyncio.run(
+        grounding.check(question, passages, index, passage_chars=600, top_k=top_k)
+    )
+    return found, shown
 
 
 def test_a_name_in_the_passages_shown_changes_nothing(index: SqliteVectorIndex) -> None:
@@ -167,7 +170,7 @@ def test_the_name_beyond_the_shown_part_of_a_passage_is_not_shown(
 ) -> None:
     # The model reads the first passage_chars of a passage; a name past them is not shown.
     long = hit("d-9", "Loose objects are packed. " + "x " * 400 + "gc.auto is here")
-    found, _ = asyncio.run(
+    found, _, _ = asyncio.run(
         grounding.check("What is gc.auto?", [long], index, passage_chars=100, top_k=2)
     )
     assert found.shown == () and found.in_index == ("gc.auto",)
@@ -188,7 +191,7 @@ def test_an_index_without_keyword_search_cannot_make_the_gate_decline(
     index: SqliteVectorIndex,
 ) -> None:
     shown = [hit("d-1", "Loose objects are packed by git gc.")]
-    found, passages = asyncio.run(
+    found, passages, _ = asyncio.run(
         grounding.check(
             "What does gc.autoCompact do?",
             shown,

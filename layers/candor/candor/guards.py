@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
-from candor import __version__, observability, release
+from candor import __version__, index_reads, observability, release
 from candor.errors import BudgetExhaustedError, ConfigurationError, RateLimitedError
 from candor.graph import limits
 from candor.graph.state import Citation, Decision, GraphState
@@ -137,7 +137,8 @@ def check_rate_limits(
 # Spending.
 
 # What one request can cost at most: every model call and query embedding the
-# graph can make, each at its longest prompt and its cap of output tokens. The
+# graph can make, each at its longest prompt and its cap of output tokens, and
+# every index read it can make where the index bills reads (candor.index_reads). The
 # runner holds each run to these limits (candor.graph.limits), so the reservation
 # is never less than the cost a request is trued up to.
 
@@ -169,6 +170,9 @@ def _reservation(settings: Settings, chat_model: str, priced_embedder: str | Non
     cost = settings.price(chat_model).cost(bound.chat_in, bound.chat_out)
     if priced_embedder is not None:
         cost += settings.price(priced_embedder).cost(bound.embedding_in, 0)
+    reads = index_reads.read_price(settings)
+    if reads is not None:
+        cost += bound.index_reads * reads.per_read()
     # The module imports no Pinecone SDK at load; reranking is off by default.
     from candor.backends.pinecone_reranker import rerank_cost_upper_bound
 

@@ -111,6 +111,8 @@ class TimedStep(Protocol):
     def node(self) -> str: ...
     @property
     def ms(self) -> float: ...
+    @property
+    def index_reads(self) -> int: ...
 
 
 class CountedRequest(Protocol):
@@ -135,7 +137,8 @@ class CountedRequest(Protocol):
 
 
 def record_request(trace: CountedRequest) -> None:
-    """The metrics of one answered request: its decision, its nodes, tokens, cost, cache."""
+    """The metrics of one answered request: its decision, its nodes, tokens, cost, cache,
+    index reads."""
     if not in_lambda():
         return
     count("requests")
@@ -144,6 +147,7 @@ def record_request(trace: CountedRequest) -> None:
     count("tokens_out", trace.tokens_out)
     count("cost_usd", trace.cost_usd, MetricUnit.NoUnit)
     count("cache_hits", 1 if trace.cached else 0)
+    count("index_reads", sum(step.index_reads for step in trace.steps))
     count("request_ms", trace.seconds * 1000, MetricUnit.Milliseconds)
     _dimensioned("decisions", MetricUnit.Count, 1, "decision", trace.decision)
     for step in trace.steps:

@@ -195,6 +195,13 @@ class Settings(BaseSettings):
     pinecone_api_key: SecretStr | None = None
     pinecone_api_key_parameter: str | None = Field(default=None, pattern=r"^/[A-Za-z0-9_.\-/]+$")
     pinecone_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
+    # Pinecone bills reads in read units (candor.index_reads): a query 1 per GB of its
+    # namespace (at least 0.25), a fetch 1 per 10 records. The budget charges what each
+    # response reports, and reserves each query at pinecone_query_read_units per request:
+    # set it to your namespace's size in GB or more. The price is the Standard plan's
+    # list price in dollars per read unit; 0 leaves reads out of the budget.
+    pinecone_read_unit_usd: float = Field(default=0.000016, ge=0)
+    pinecone_query_read_units: float = Field(default=10.0, ge=0.25, le=10_000)
     # The hosted reranker (reranker_backend "pinecone"), with the same key.
     rerank_model: str = Field(default="bge-reranker-v2-m3", min_length=1)
 

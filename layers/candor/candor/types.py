@@ -109,7 +109,13 @@ class Hit:
 
 @dataclass(frozen=True, slots=True)
 class Rankings:
-    """The two rankings one index query returns; fusion happens in candor.retrieval."""
+    """The two rankings one index query returns; fusion happens in candor.retrieval.
+
+    `read_units`: what the query was billed, as the index reported it (Pinecone's
+    read units, candor.index_reads); None where nothing says (a local index bills
+    nothing; a response without usage).
+    """
 
     dense: list[Hit]
     keyword: list[Hit]
+    read_units: float | None = None

@@ -107,6 +107,13 @@ class TraceStepOut(BaseModel):
     )
     tokens_out: int = Field(description="Tokens the model generated.")
     cost_usd: float
+    index_reads: int = Field(
+        default=0,
+        description=(
+            "Queries and fetches this step made of the index (the retrieval, the grounding "
+            "gate's lookups); bounded per step, whatever the question."
+        ),
+    )
 
 
 class AskResponse(BaseModel):

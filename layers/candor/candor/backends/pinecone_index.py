@@ -28,6 +28,10 @@ cannot delete by metadata filter, so a document's chunks are found by listing
 ids by the document's prefix (`md5(source)-`), which Pinecone returns in
 sorted order, a page at a time.
 
+Every read is billed in read units, which each response reports; a query returns
+what its requests were billed (Rankings.read_units), which the graph charges to
+the request's budget (candor.index_reads).
+
 Every SDK error becomes candor.errors.IndexError_; caller mistakes (a vector of
 the wrong width) stay ValueError, as for the local index. A query made within a
 request's deadline (candor.deadline) cuts each attempt at the time left and
@@ -191,7 +195,7 @@ class PineconeVectorIndex:
         dense_vector = None if vector is None else self._query_vector(vector)
         sparse_vector = query_vector(keywords) if keywords else None
         if top_k < 1:
-            return Rankings(dense=[], keyword=[])
+            return Rankings(dense=[], keyword=[], read_units=0.0)
         flt = _filter(where)
         # Read here: the pool's threads do not see the request's context.
         left = deadline.remaining()
@@ -200,7 +204,7 @@ class PineconeVectorIndex:
         timeout = self.attempt_timeout
         if left is not None:
             timeout = left if timeout is None else min(timeout, left)
-        jobs: dict[str, Callable[[], list[Hit]]] = {}
+        jobs: dict[str, Callable[[], tuple[list[Hit], float | None]]] = {}
         if dense_vector is not None:
             jobs["dense"] = partial(
                 self._ranked, self.dense_index, top_k, flt, timeout, vector=dense_vector
@@ -222,7 +226,15 @@ class PineconeVectorIndex:
             results = {name: _result(future) for name, future in futures.items()}
         else:
             results = {name: job() for name, job in jobs.items()}
-        return Rankings(dense=results.get("dense", []), keyword=results.get("keyword", []))
+        # What the requests were billed, each as its response said (candor.index_reads);
+        # None when one did not say.
+        units = [used for _, used in results.values()]
+        read_units = None if None in units else sum(u for u in units if u is not None)
+        return Rankings(
+            dense=results.get("dense", ([], None))[0],
+            keyword=results.get("keyword", ([], None))[0],
+            read_units=read_units,
+        )
 
     # -- SDK calls -------------------------------------------------------------
 
@@ -290,7 +302,7 @@ class PineconeVectorIndex:
         *,
         vector: list[float] | None = None,
         sparse_vector: Mapping[str, Any] | None = None,
-    ) -> list[Hit]:
+    ) -> tuple[list[Hit], float | None]:
         response = self._call(
             lambda: index.query(
                 top_k=top_k,
@@ -302,10 +314,13 @@ class PineconeVectorIndex:
                 timeout=timeout,
             )
         )
-        return [
+        hits = [
             Hit(_chunk(match.id, dict(match.metadata or {})), float(match.score))
             for match in response.matches
         ]
+        usage = getattr(response, "usage", None)
+        units = getattr(usage, "read_units", None)
+        return hits, float(units) if isinstance(units, int | float) else None
 
     # -- checks ----------------------------------------------------------------
 

@@ -60,6 +60,7 @@ class AgentRecord:
     # Of tokens_in, those the model computed (the rest came from its prompt cache).
     tokens_evaluated: int = 0
     cost_usd: float = 0.0
+    index_reads: int = 0  # queries and fetches of the index (the trace's index_reads)
     attempts: int = 0
     rewrites: int = 0
     grades: tuple[GradeOutcome, ...] = ()
@@ -118,6 +119,7 @@ class AgentRecord:
             "tokens_evaluated": self.tokens_evaluated,
             "tokens_out": self.tokens_out,
             "cost_usd": self.cost_usd,
+            "index_reads": self.index_reads,
             "attempts": self.attempts,
             "rewrites": self.rewrites,
             "grades": [grade.to_json() for grade in self.grades],

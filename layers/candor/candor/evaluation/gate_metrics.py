@@ -98,7 +98,7 @@ def evaluate_gate(
             reranker=reranker,
             top_k=settings.top_k,
         )
-        check, passages = asyncio.run(
+        check, passages, _ = asyncio.run(
             grounding.check(
                 question.question,
                 hits,

@@ -33,6 +33,8 @@ class GradeOutcome:
     by: str
     context: str  # one of CONTEXTS
     score: float | None = None
+    # The share of the judge's first token on "yes" and "no" (None: no model judged).
+    option_mass: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         row: dict[str, Any] = {
@@ -40,7 +42,11 @@ class GradeOutcome:
             "by": self.by,
             "context": self.context,
         }
-        return row if self.score is None else row | {"score": self.score}
+        if self.score is not None:
+            row["score"] = self.score
+        if self.option_mass is not None:
+            row["option_mass"] = self.option_mass
+        return row
 
 
 def context_of(
@@ -94,7 +100,9 @@ def outcomes(
                 answerable_kind=answerable_kind,
                 passage_chars=passage_chars,
             )
-        found.append(GradeOutcome(grade.answerable, grade.by, context, grade.score))
+        found.append(
+            GradeOutcome(grade.answerable, grade.by, context, grade.score, grade.option_mass)
+        )
     return tuple(found)
 
 

@@ -308,6 +308,7 @@ async def _ask_one(deps: Deps, question: Question, *, allowed_s: float) -> Agent
         tokens_out=sum(step.tokens_out for step in result.trace),
         tokens_evaluated=sum(step.tokens_evaluated for step in result.trace),
         cost_usd=sum(step.cost_usd for step in result.trace),
+        index_reads=sum(step.index_reads for step in result.trace),
         attempts=result.attempts,
         rewrites=sum(1 for step in result.trace if step.node == "rewrite"),
         grades=grades,

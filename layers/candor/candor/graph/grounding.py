@@ -23,21 +23,40 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from candor.backends.keyword_vectors import stem
 from candor.deps import Deps
 from candor.graph import prompts, proper_names
-from candor.graph.state import GradedBy, GradeRecord, GraphState, GroundingCheck, Update
+from candor.graph.state import (
+    GradedBy,
+    GradeRecord,
+    GraphState,
+    GroundingCheck,
+    Lookups,
+    Update,
+)
 from candor.ports import VectorIndex
 from candor.text import ATTRIBUTION_STOPWORDS, words
 from candor.types import Hit
 
-# Keyword candidates read per name. A name is a rare term, and the index ranks
-# the chunks that hold it (as a phrase, when it has parts) first; a common one
+# Keyword candidates read per name looked up. A name is a rare term, and the index
+# ranks the chunks that hold it (as a phrase, when it has parts) first; a common one
 # ("git push") is in many of them. Reading more costs microseconds, and a name
-# missed here would decline a question the documents answer.
+# missed here would decline a question the documents answer. The names of a
+# question are looked up in one query, which reads this many per name, up to
+# MAX_LOOKUP_CANDIDATES.
 LOOKUP_CANDIDATES = 50
+MAX_LOOKUP_CANDIDATES = 250
+# The most names one request looks up in the index. Each lookup is an index read
+# (billed on Pinecone) whoever asks; a question of hundreds of made-up names is
+# declined on the first absent one, and the names past the cap stay unchecked (the
+# grade judges the question). Measured: no dev or validation question has more than
+# a handful of names.
+MAX_LOOKUP_NAMES = 8
+# The most index reads one grade visit makes: the names' query, the product names'
+# query by the question, and (once per request) whether the index searches keywords.
+READS_PER_GRADE = 3
 
 # File names are the visitor's own ("why is `build.log` tracked?"): no document
 # holds them, and that says nothing about whether the documents answer.
@@ -172,31 +191,6 @@ def lookup_keywords(name: str) -> str:
     return "-".join(name.split())
 
 
-def lookup(index: VectorIndex, name: str) -> list[Hit]:
-    """The index's chunks that name `name`, best keyword match first."""
-    rankings = index.query(vector=None, keywords=lookup_keywords(name), top_k=LOOKUP_CANDIDATES)
-    return [hit for hit in rankings.keyword if mentions(_whole(hit), name)]
-
-
-def lookup_product(index: VectorIndex, name: str, question: str) -> list[Hit]:
-    """The index's chunks that hold the product name `name`, those the question's own
-    words rank best first.
-
-    A product name is often a common word of the documents too ("Windows"): the
-    chunk that ranks best for the name alone is then any chunk, and putting it first
-    would push out a retrieved passage for nothing. Ranked by the question, the chunk
-    that holds the name is the one about what the visitor asked.
-    """
-    keywords = f"{question} {lookup_keywords(name)}"
-    ranked = index.query(vector=None, keywords=keywords, top_k=LOOKUP_CANDIDATES).keyword
-    alone = index.query(vector=None, keywords=lookup_keywords(name), top_k=LOOKUP_CANDIDATES)
-    hits: dict[str, Hit] = {}
-    for hit in [*ranked, *alone.keyword]:
-        if hit.chunk.id not in hits and proper_names.holds(_whole(hit), name):
-            hits[hit.chunk.id] = hit
-    return list(hits.values())
-
-
 def searches_keywords(index: VectorIndex, passages: Sequence[Hit]) -> bool:
     """Whether the index answers keyword queries: it must find a passage's own words.
 
@@ -209,6 +203,62 @@ def searches_keywords(index: VectorIndex, passages: Sequence[Hit]) -> bool:
     return bool(index.query(vector=None, keywords=words, top_k=1).keyword)
 
 
+def _key(name: str, product: bool) -> str:
+    return f"{'product' if product else 'code'}:{name}"
+
+
+def _unique(hits: Iterable[Hit]) -> tuple[Hit, ...]:
+    kept: dict[str, Hit] = {}
+    for hit in hits:
+        kept.setdefault(hit.chunk.id, hit)
+    return tuple(kept.values())
+
+
+def _lookup(
+    index: VectorIndex, question: str, names: Sequence[tuple[str, bool]]
+) -> tuple[dict[str, tuple[Hit, ...] | None], bool]:
+    """The chunks that hold each name, from one keyword query for them all, checked here.
+
+    Each chunk the query finds is read for every name (see `mentions` and
+    proper_names.holds). A product name's chunks come first as the question's own
+    words rank them, from a second query (question and product names together): a
+    product name is often a common word of the documents too ("Windows"), and the
+    chunk that ranks best for the name alone is then any chunk. A multiword product
+    name that no chunk holds as a phrase is also read word by word (its words are
+    terms of the same query). Returns the hits per name key, and whether the first
+    query found anything at all.
+
+    A name no found chunk holds is absent only if the query returned fewer chunks
+    than it asked for, so that every chunk holding any of the names was read; else
+    its hits are None (not known), and the grade judges instead.
+    """
+    top_k = min(LOOKUP_CANDIDATES * len(names), MAX_LOOKUP_CANDIDATES)
+    keywords = " ".join(lookup_keywords(name) for name, _ in names)
+    alone = index.query(vector=None, keywords=keywords, top_k=top_k).keyword
+    complete = len(alone) < top_k
+    products = [name for name, product in names if product]
+    ranked: list[Hit] = []
+    if products and alone:
+        # The names first: a long question's terms are cut at MAX_QUERY_TERMS.
+        by_question = " ".join(lookup_keywords(name) for name in products) + f" {question}"
+        ranked = index.query(vector=None, keywords=by_question, top_k=top_k).keyword
+
+    def held(name: str, product: bool) -> tuple[Hit, ...] | None:
+        if product:
+            found = _unique(h for h in [*ranked, *alone] if proper_names.holds(_whole(h), name))
+        else:
+            found = tuple(h for h in alone if mentions(_whole(h), name))
+        return found if found or complete else None
+
+    hits: dict[str, tuple[Hit, ...] | None] = {}
+    for name, product in names:
+        hits[_key(name, product)] = held(name, product)
+        if product and not hits[_key(name, product)] and len(name.split()) > 1:
+            for part in proper_names.words_of(name):
+                hits[_key(part, True)] = held(part, True)
+    return hits, bool(alone)
+
+
 @dataclass(frozen=True, slots=True)
 class _Finding:
     """One name: where it stands, and the chunks of the index that hold it."""
@@ -216,7 +266,9 @@ class _Finding:
     name: str
     product: bool
     shown: bool
-    hits: list[Hit] | None = None  # None: not looked up (shown, or no keyword search)
+    # None: not looked up (shown; no keyword search; past MAX_LOOKUP_NAMES; or a
+    # query too crowded to tell).
+    hits: tuple[Hit, ...] | None = None
 
 
 def _find(
@@ -224,61 +276,87 @@ def _find(
     passages: Sequence[Hit],
     index: VectorIndex,
     passage_chars: int,
-) -> list[_Finding]:
-    """Every name of `question`, found in the passages shown or looked up in the index.
+    lookups: Lookups,
+) -> tuple[list[_Finding], Lookups]:
+    """Every name of `question`, found in the passages shown or looked up in the index,
+    and the request's lookups with this visit's added.
 
-    A product name of several words that no document holds as a phrase is judged
-    word by word (proper_names.words_of): "Visual Studio Code" is absent only if
-    one of its words is.
+    The names missing from the passages that no earlier visit of the request looked
+    up are looked up together (`_lookup`: one or two keyword queries), at most
+    MAX_LOOKUP_NAMES of them per request; the rest stay unchecked. Whether the index
+    searches by keyword at all is asked only when that query finds nothing, once
+    per request. A product name of several words that no document holds as a phrase
+    is judged word by word (proper_names.words_of): "Visual Studio Code" is absent
+    only if one of its words is.
     """
     seen = [shown(hit, passage_chars) for hit in passages]
-    can_look = None  # asked once, and only when a name is missing
-
-    def keyword_search() -> bool:
-        nonlocal can_look
-        if can_look is None:
-            can_look = searches_keywords(index, passages)
-        return can_look
-
-    def code(name: str) -> _Finding:
-        if any(mentions(text, name) for text in seen):
-            return _Finding(name, False, True)
-        return _Finding(name, False, False, lookup(index, name) if keyword_search() else None)
-
-    def product(name: str, split: bool) -> list[_Finding]:
-        if any(proper_names.holds(text, name) for text in seen):
-            return [_Finding(name, True, True)]
-        if not keyword_search():
-            return [_Finding(name, True, False)]
-        hits = lookup_product(index, name, question)
-        parts = proper_names.words_of(name)
-        if hits or not split or len(name.split()) == 1 or not parts:
-            return [_Finding(name, True, False, hits)]
-        return [found for part in parts for found in product(part, False)]
-
     codes = code_names(question)
-    findings = [code(name) for name in codes]
+    wanted: dict[str, tuple[str, bool]] = {}
+    for name in codes:
+        wanted.setdefault(name.casefold(), (name, False))
     for name in proper_names.product_names(question):
         if not _covered(name, codes):
-            findings += [f for f in product(name, True) if not _covered(f.name, codes)]
+            wanted.setdefault(name.casefold(), (name, True))
+
+    def in_view(name: str, product: bool) -> bool:
+        return any(holds(text, name, product=product) for text in seen)
+
+    missing = [(n, p) for n, p in wanted.values() if not in_view(n, p)]
+    new = [(n, p) for n, p in missing if not lookups.looked_up(_key(n, p))]
+    batch = new[: max(0, MAX_LOOKUP_NAMES - lookups.count)]
+    if batch and lookups.keyword_search is not False:
+        hits, found_any = _lookup(index, question, batch)
+        searchable: bool | None = lookups.keyword_search
+        if not found_any and searchable is None:
+            searchable = searches_keywords(index, passages)
+        if searchable is False:
+            hits = dict.fromkeys(hits)  # nothing a keyword query says counts
+        lookups = lookups.adding(hits, keyword_search=searchable)
+
+    findings: list[_Finding] = []
+    for name, product in wanted.values():
+        if in_view(name, product):
+            findings.append(_Finding(name, product, True))
+            continue
+        found = lookups.hits(_key(name, product))
+        parts = proper_names.words_of(name) if product and len(name.split()) > 1 else []
+        if found == () and parts and all(lookups.looked_up(_key(w, True)) for w in parts):
+            for part in parts:
+                taken = {f.name.casefold() for f in findings}
+                if _covered(part, codes) or part.casefold() in taken:
+                    continue
+                part_seen = in_view(part, True)
+                part_hits = None if part_seen else lookups.hits(_key(part, True))
+                findings.append(_Finding(part, True, part_seen, part_hits))
+            continue
+        findings.append(_Finding(name, product, False, found))
     unique: dict[str, _Finding] = {}
-    for found in findings:
-        unique.setdefault(found.name.casefold(), found)
-    return list(unique.values())
+    for finding in findings:
+        unique.setdefault(finding.name.casefold(), finding)
+    return list(unique.values()), lookups
 
 
 async def check(
-    question: str, passages: Sequence[Hit], index: VectorIndex, *, passage_chars: int, top_k: int
-) -> tuple[GroundingCheck, tuple[Hit, ...]]:
-    """The gate's findings for `question`, and the passages the grade should judge.
+    question: str,
+    passages: Sequence[Hit],
+    index: VectorIndex,
+    *,
+    passage_chars: int,
+    top_k: int,
+    lookups: Lookups | None = None,
+) -> tuple[GroundingCheck, tuple[Hit, ...], Lookups]:
+    """The gate's findings for `question`, the passages the grade should judge, and the
+    request's lookups (give them back on the request's next visit: `lookups`).
 
     A name missing from the passages shown is looked up in the index; the best
     passage holding it goes first, ahead of the retrieved ones, which keep their
     order and are cut to `top_k` in all.
     """
-    findings = await asyncio.to_thread(_find, question, passages, index, passage_chars)
+    findings, learned = await asyncio.to_thread(
+        _find, question, passages, index, passage_chars, lookups or Lookups()
+    )
     if not findings:
-        return GroundingCheck(), tuple(passages)
+        return GroundingCheck(), tuple(passages), learned
     in_index: list[str] = []
     absent: list[str] = []
     unchecked: list[str] = []
@@ -296,7 +374,7 @@ async def check(
             for h in found.hits
             if holds(shown(h, passage_chars), found.name, product=found.product)
         ]
-        best = (visible or found.hits)[:1]
+        best = (visible or list(found.hits))[:1]
         added += [h for h in best if all(h.chunk.id != a.chunk.id for a in added)]
     check = GroundingCheck(
         names=tuple(f.name for f in findings),
@@ -308,10 +386,10 @@ async def check(
         products=tuple(f.name for f in findings if f.product),
     )
     if absent or not added:
-        return check, tuple(passages)
+        return check, tuple(passages), learned
     ids = {hit.chunk.id for hit in added}
     kept = [hit for hit in passages if hit.chunk.id not in ids]
-    return check, tuple([*added, *kept][: max(top_k, len(added))])
+    return check, tuple([*added, *kept][: max(top_k, len(added))]), learned
 
 
 # Words that frame a question about a name rather than add to what it asks: "what
@@ -371,6 +449,7 @@ class Gate:
     earlier: tuple[GradeRecord, ...]
     added: bool
     question: str = ""
+    lookups: Lookups = field(default_factory=Lookups)
 
     @property
     def decided_by(self) -> GradedBy | None:
@@ -420,20 +499,26 @@ class Gate:
             score=score,
             option_mass=option_mass,
         )
-        update: Update = {"answerable": answerable, "grades": (*self.earlier, record)}
+        update: Update = {
+            "answerable": answerable,
+            "grades": (*self.earlier, record),
+            "lookups": self.lookups,
+        }
         if self.added:
             update["passages"] = self.passages
         return update
 
 
 async def gate(state: GraphState, deps: Deps, question: str) -> Gate:
-    """Check `question`'s names against the state's passages and the index."""
-    found, passages = await check(
+    """Check `question`'s names against the state's passages and the index, with what
+    the request's earlier grade visits looked up already."""
+    found, passages, lookups = await check(
         question,
         state.passages,
         deps.index,
         passage_chars=deps.settings.passage_chars,
         top_k=state.top_k,
+        lookups=state.lookups,
     )
     added = passages != state.passages
-    return Gate(found, passages, state.attempts, state.grades, added, question)
+    return Gate(found, passages, state.attempts, state.grades, added, question, lookups)

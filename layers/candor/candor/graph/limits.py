@@ -66,6 +66,13 @@ NODE_CALLS: dict[str, tuple[Slot, ...]] = {
     # The second: answer_again, only when the first answer held no sentence.
     "generate": (("answer", "converse"), ("answer_again",)),
 }
+# The index reads (queries and fetches) one visit of each node makes at most:
+# retrieve one query (dense and keyword together) and, with widen_passages, one
+# fetch of the passages' neighbours; grade the grounding gate's, all its names in
+# one query, the product names ranked by the question in a second, and (once per
+# request) whether the index answers keyword queries at all (candor.graph.grounding).
+# The runner refuses a read past them.
+INDEX_READS: dict[str, int] = {"retrieve": 2, "grade": 3}
 QUERY_CHARS = prompts.QUESTION_CHARS
 # The texts each visit may embed, as the most characters of each: retrieve embeds
 # its query (cut at QUERY_CHARS), then the sentences it packs (candor.packing: at
@@ -180,17 +187,19 @@ def slot_bound(slot: Slot, bounds: Mapping[str, CallBound]) -> CallBound:
 
 @dataclass(frozen=True, slots=True)
 class Envelope:
-    """The most one request can consume: chat tokens in and out, embedding tokens."""
+    """The most one request can consume: chat tokens in and out, embedding tokens,
+    index reads."""
 
     calls: int
     chat_in: int
     chat_out: int
     embedding_in: int
+    index_reads: int = 0
 
 
 def envelope(settings: Settings) -> Envelope:
     bounds = call_bounds(settings)
-    calls = chat_in = chat_out = embedding_in = 0
+    calls = chat_in = chat_out = embedding_in = index_reads = 0
     for node, times in visits(settings.max_attempts).items():
         for slot in NODE_CALLS[node]:
             bound = slot_bound(slot, bounds)
@@ -198,4 +207,5 @@ def envelope(settings: Settings) -> Envelope:
             chat_in += times * bound.tokens_in
             chat_out += times * bound.tokens_out
         embedding_in += times * sum(embedding_bounds(node))
-    return Envelope(calls, chat_in, chat_out, embedding_in)
+        index_reads += times * INDEX_READS.get(node, 0)
+    return Envelope(calls, chat_in, chat_out, embedding_in, index_reads)

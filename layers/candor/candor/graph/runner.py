@@ -7,8 +7,9 @@ labels, table rows or passages). POST /ask ignores them and takes the final
 state; POST /ask/stream and `candor ask` show them.
 
 It also holds each run to the limits the budget reserved for (candor.graph.limits):
-a node visited more often than `limits.visits` allows, or a model call that no
-slot of its node covers, is a bug and raises before anything is spent. And it
+a node visited more often than `limits.visits` allows, a model call that no slot
+of its node covers, or an index read past its node's `limits.INDEX_READS`, is a
+bug and raises before anything is spent. Each step's trace counts its index reads. And it
 keeps the request's deadline: no model call starts after it.
 """
 
@@ -17,13 +18,13 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
 from pydantic import BaseModel
 
-from candor import billing, observability
+from candor import billing, index_reads, observability
 from candor import deadline as deadlines
 from candor.billing import Bill, Meter
 from candor.deadline import Deadline
@@ -32,6 +33,7 @@ from candor.errors import ConfigurationError
 from candor.graph import curated, edges, limits, nodes
 from candor.graph.answer_text import AnswerCleaner
 from candor.graph.state import GraphState, TraceStep, Update
+from candor.index_reads import ReadPrice
 from candor.ports import (
     ChatModel,
     Embedder,
@@ -42,11 +44,12 @@ from candor.ports import (
     Structured,
     Text,
     TextPiece,
+    VectorIndex,
     Vectors,
     read_text,
 )
 from candor.settings import Price, Settings
-from candor.types import NO_USAGE, Chunk, Message, Usage
+from candor.types import NO_USAGE, Chunk, Message, Metadata, Rankings, Usage
 
 NodeFn = Callable[[GraphState, Deps], Awaitable[Update]]
 M = TypeVar("M", bound=BaseModel)
@@ -261,6 +264,91 @@ class MeteredEmbedder:
         return vectors
 
 
+class MeteredIndex:
+    """The index as one node sees it: every query and fetch counted, within its node's reads.
+
+    Each visit may make limits.INDEX_READS reads of its node; one past them is a
+    bug and raises before it is sent. Where the index bills reads (Pinecone,
+    candor.index_reads), each is metered as a model call is (candor.billing): at
+    what its response reported, or at its bound where nothing did (a fetch, a
+    failed query). `take` gives the reads since the last take, a trace step's count.
+    """
+
+    def __init__(self, inner: VectorIndex, meter: Meter, price: ReadPrice | None = None) -> None:
+        self.inner = inner
+        self.meter = meter
+        self._price = price
+        self._node = ""
+        self._left = 0
+        self._reads = 0
+
+    def begin(self, node: str) -> None:
+        self._node = node
+        self._left = limits.INDEX_READS.get(node, 0)
+
+    def take(self) -> int:
+        reads, self._reads = self._reads, 0
+        return reads
+
+    def _admit(self, what: str) -> None:
+        if self._left <= 0:
+            raise RuntimeError(
+                f"{self._node} made an index {what} past the "
+                f"{limits.INDEX_READS.get(self._node, 0)} that candor.graph.limits.INDEX_READS "
+                "allows a visit"
+            )
+        self._left -= 1
+        self._reads += 1
+
+    def query(
+        self,
+        *,
+        vector: Vectors | None,
+        keywords: str | None,
+        top_k: int,
+        where: Metadata | None = None,
+    ) -> Rankings:
+        self._admit("query")
+        if self._price is None:
+            return self.inner.query(vector=vector, keywords=keywords, top_k=top_k, where=where)
+        bound = self._price.query_bound(dense=vector is not None, keyword=bool(keywords))
+        bill = self.meter.open(Usage(cost_usd=bound, calls=0), f"the index query of {self._node}")
+        returned: Usage | None = None
+        try:
+            rankings = self.inner.query(vector=vector, keywords=keywords, top_k=top_k, where=where)
+            if rankings.read_units is not None:
+                returned = Usage(cost_usd=self._price.cost(rankings.read_units), calls=0)
+        finally:
+            self.meter.close(bill, returned)
+        return rankings
+
+    def fetch(self, ids: Sequence[str]) -> list[Chunk]:
+        self._admit("fetch")
+        if self._price is None:
+            return self.inner.fetch(ids)
+        # Pinecone bills a fetch by its ids alone: its bound is what it costs.
+        bound = Usage(cost_usd=self._price.fetch_bound(len(ids)), calls=0)
+        bill = self.meter.open(bound, f"the index fetch of {self._node}")
+        try:
+            return self.inner.fetch(ids)
+        finally:
+            self.meter.close(bill, None)
+
+    # The graph writes nothing: the rest passes through, uncounted.
+
+    def upsert(self, chunks: Sequence[Chunk], vectors: Vectors) -> int:
+        return self.inner.upsert(chunks, vectors)
+
+    def delete(self, ids: Sequence[str]) -> int:
+        return self.inner.delete(ids)
+
+    def list_ids(self, prefix: str = "") -> Iterator[str]:
+        return self.inner.list_ids(prefix)
+
+    def count(self) -> int:
+        return self.inner.count()
+
+
 class MeteredReranker:
     """Wraps the reranker to add what its calls cost to the meter (a hosted reranker
     is billed per request), so that the retrieve step's cost says so. `bound` is
@@ -336,7 +424,10 @@ async def run(
         if deps.reranker is not None
         else None
     )
-    node_deps = dataclasses.replace(deps, chat=chat, embedder=embedder, reranker=reranker)
+    index = MeteredIndex(deps.index, meter, index_reads.read_price(deps.settings))
+    node_deps = dataclasses.replace(
+        deps, chat=chat, embedder=embedder, reranker=reranker, index=index
+    )
     allowed = limits.visits(max_attempts)
     visited: Counter[str] = Counter()
     trace: list[TraceStep] = []
@@ -354,6 +445,7 @@ async def run(
             )
             chat.begin(current, shape=shape)
             embedder.begin(current)
+            index.begin(current)
             started = time.perf_counter()
             update = await NODES[current](state, node_deps)
             ms = (time.perf_counter() - started) * 1000
@@ -365,6 +457,7 @@ async def run(
                 usage.tokens_out,
                 usage.cost_usd,
                 tokens_evaluated=usage.tokens_evaluated,
+                index_reads=index.take(),
             )
             trace.append(step)
             if current == WRITTEN_NODE and "answer" in update:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, TypedDict
 
@@ -45,6 +45,9 @@ class TraceStep:
     tokens_out: int
     cost_usd: float
     tokens_evaluated: int = NOT_REPORTED
+    # Queries and fetches the step made of the index (0 in traces stored before they
+    # were counted); on Pinecone each is billed, and its cost is in cost_usd.
+    index_reads: int = 0
 
     def __post_init__(self) -> None:
         if self.tokens_evaluated == NOT_REPORTED:
@@ -93,6 +96,38 @@ class GroundingCheck:
     added: tuple[str, ...] = ()  # ids of the passages the keyword retrieval added
     # Which of the names are product or project names (GitHub, Litestream), not code.
     products: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Lookups:
+    """What the grounding gate's index reads found in one request, kept for its later
+    grade visits, so that no name is looked up twice (candor.graph.grounding).
+
+    `found` holds, per name looked up ("code:--flag", "product:GitHub"), the chunks
+    that hold it (empty: no document does; None: not known, the query was too
+    crowded to tell). `keyword_search` is whether the index answers keyword queries
+    (None: not asked yet).
+    """
+
+    found: tuple[tuple[str, tuple[Hit, ...] | None], ...] = ()
+    keyword_search: bool | None = None
+
+    @property
+    def count(self) -> int:
+        return len(self.found)
+
+    def looked_up(self, key: str) -> bool:
+        return any(name == key for name, _ in self.found)
+
+    def hits(self, key: str) -> tuple[Hit, ...] | None:
+        return next((hits for name, hits in self.found if name == key), None)
+
+    def adding(
+        self, hits: Mapping[str, tuple[Hit, ...] | None], *, keyword_search: bool | None
+    ) -> Lookups:
+        known = {name for name, _ in self.found}
+        new = tuple((name, found) for name, found in hits.items() if name not in known)
+        return Lookups((*self.found, *new), keyword_search)
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +190,7 @@ class GraphState:
     curated_look: bool = False
     curated_found: CuratedAnswer | None = None
     curated_id: str | None = None
+    lookups: Lookups = Lookups()
     trace: tuple[TraceStep, ...] = field(default=())
 
 
@@ -174,3 +210,4 @@ class Update(TypedDict, total=False):
     support: SupportCheck
     screening: ScreeningRecord
     curated_id: str
+    lookups: Lookups
