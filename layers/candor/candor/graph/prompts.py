@@ -6,10 +6,12 @@ after it, inside a fence: `<message>`, `<question>`, `<queries>` or `<documents>
 each closed by its end tag. `data()` makes the fences hold whatever the text
 says: it strips the special tokens of chat formats (`<|im_end|>` and the like,
 which a backend might read as a turn boundary) and defuses any tag of a fence's
-name inside the text (`</question>` becomes `‹/question>`), so no text can close
+name inside the text (`</question>` becomes `&lt;/question>`), so no text can close
 its fence and speak after it. Look-alikes count as tags: the check reads the text
-NFKC-normalised and without invisible characters, so `<\u200b/question>` (a
-zero-width space inside) and full-width `＜/question＞` are defused too. Outside
+NFKC-normalised, with confusables taken for the characters they look like and
+without invisible characters, so `<\u200b/question>` (a zero-width space inside),
+full-width `＜/question＞`, `</quеstion>` with a Cyrillic `е` and `⟨/question⟩`
+are defused too. Outside
 text also loses citation markers (`[1]` becomes `(1)`), so the only markers the
 model sees are the excerpt numbers candor wrote. Each system prompt says that fenced text is data.
 
@@ -63,6 +65,48 @@ _INVISIBLE = frozenset(
     + "".join(map(chr, range(0xFE00, 0xFE10)))
     + "".join(map(chr, range(0xE0100, 0xE01F0)))
 )
+# Characters a reader takes for the ASCII ones a fence's tag is made of, which NFKC
+# leaves as they are: other brackets and slashes, and the Cyrillic, Greek and Armenian
+# letters that look like the letters of the fences' names (Unicode's confusables,
+# https://www.unicode.org/Public/security/latest/confusables.txt, for these letters,
+# and the angle brackets that table does not tie to `<` and `>`).
+_CONFUSABLE_TEXT = {
+    "<": "\u2039\u02c2\u1438\u276e\u27e8\u3008\u276c\u29fc\u16b2",
+    ">": "\u203a\u02c3\u1433\u276f\u27e9\u3009\u276d\u29fd",
+    "/": "\u2044\u2215\u2571\u27cb\u29f8\u3033\u30ce\u4e3f",
+    "a": "\u0430\u0251\u03b1",
+    "A": "\u0410\u0391",
+    "c": "\u0441\u03f2\u1d04",
+    "C": "\u0421\u03f9",
+    "d": "\u0501\u217e",
+    "D": "\u0500",
+    "e": "\u0435\u04bd\u212e",
+    "E": "\u0415\u0395",
+    "g": "\u0261\u0581",
+    "i": "\u0456\u0131\u03b9\u0269\u1fbe",
+    "I": "\u0406\u0399\u04c0",
+    "m": "\u217f",
+    "M": "\u041c\u039c",
+    "n": "\u0578\u057c",
+    "N": "\u039d",
+    "o": "\u043e\u03bf\u0585\u03c3",
+    "O": "\u041e\u039f\u0555",
+    "p": "\u0440\u03c1",
+    "P": "\u0420\u03a1",
+    "q": "\u051b\u0563\u0566",
+    "Q": "\u051a",
+    "r": "\u0433\u1d26",
+    "s": "\u0455",
+    "S": "\u0405\u054f",
+    "t": "\u03c4",
+    "T": "\u0422\u03a4",
+    "u": "\u057d\u03c5\u028b",
+    "U": "\u054d",
+}
+_CONFUSABLE = {char: plain for plain, chars in _CONFUSABLE_TEXT.items() for char in chars}
+# What a defused tag's `<` becomes: the escape every reader knows as a written `<`, and
+# no bracket at all (the `‹` candor used before is itself one to a reader).
+_DEFUSED = "&lt;"
 # A citation marker in any form citations reads as one (［1］, ［１］, 【1】), not
 # glued to a word or another marker.
 _MARKER = re.compile(r"(?<![\w\]\uff3d\u3011])" + ANY_WIDTH_MARKER.pattern)
@@ -94,9 +138,11 @@ def _folded(text: str) -> tuple[str, list[int]]:
     """`text` as a reader may take it, and for each of its characters the original's index.
 
     Each character NFKC-normalised on its own (full-width `＜` and `ｑ` read as `<`
-    and `q`) and invisible ones dropped (format characters such as a zero-width
-    space, soft hyphen or byte order mark, and variation selectors): `<\u200b/question>`
-    and `＜/question＞` are a closing tag to a model, though not to a regex.
+    and `q`), then a confusable taken for the ASCII character it looks like (Cyrillic
+    `е` for `e`, `˂` and `⟨` for `<`: _CONFUSABLE), and invisible ones dropped (format
+    characters such as a zero-width space, soft hyphen or byte order mark, and
+    variation selectors): `<\u200b/question>`, `＜/question＞` and `</quеstion>` are
+    a closing tag to a model, though not to a regex.
     """
     folded: list[str] = []
     origin: list[int] = []
@@ -108,7 +154,7 @@ def _folded(text: str) -> tuple[str, list[int]]:
         if unicodedata.category(char) == "Cf" or char in _INVISIBLE:
             continue
         for part in unicodedata.normalize("NFKC", char):
-            folded.append(part)
+            folded.append(_CONFUSABLE.get(part, part))
             origin.append(index)
     return "".join(folded), origin
 
@@ -117,8 +163,8 @@ def _without_fence_tags(text: str) -> str:
     """`text` with every tag of a fence's name, or a look-alike of one, defused.
 
     The tag is found in the folded text (see `_folded`); only its own characters
-    are replaced, by the folded tag with `‹` for its `<` (`＜/question＞` becomes
-    `‹/question>`), so the rest of the text reaches the model as it was written.
+    are replaced, by the folded tag with `&lt;` for its `<` (`＜/question＞` becomes
+    `&lt;/question>`), so the rest of the text reaches the model as it was written.
     """
     folded, origin = _folded(text)
     pieces: list[str] = []
@@ -128,7 +174,7 @@ def _without_fence_tags(text: str) -> str:
         if start < kept:
             continue  # inside a tag already replaced (one character folded into several)
         pieces.append(text[kept:start])
-        pieces.append("‹" + match.group()[1:])
+        pieces.append(_DEFUSED + match.group()[1:])
         kept = end
     pieces.append(text[kept:])
     return "".join(pieces)
