@@ -63,6 +63,16 @@ def test_no_burst_across_an_edge_gets_much_past_the_limit(times: list[float], li
     assert most_in_a_span(allowed, WINDOW) < 2 * limit
 
 
+def test_one_windows_span_can_hold_almost_twice_the_limit() -> None:
+    # What docs/guards.md says of the bound: the limit at the end of one window, and
+    # again, less one, at the end of the next, when the first has almost faded.
+    limit = 20
+    times = [START - 0.5] * limit + [START + WINDOW - 0.5] * (2 * limit)
+    allowed = allowed_times(times, limit)
+    assert len(allowed) == 2 * limit - 1 == 39
+    assert most_in_a_span(allowed, WINDOW) == 39
+
+
 def test_a_client_sending_all_the_time_gets_about_its_limit_each_window() -> None:
     limit, windows = 10, 6
     times = [START + n * WINDOW / 100 for n in range(windows * 100)]  # 100 a window
