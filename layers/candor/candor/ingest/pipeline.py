@@ -79,16 +79,22 @@ def ingest_document(
     chunking: Chunking = Chunking(),
     media_type: str | None = None,
     url: str | None = None,
+    rewrite: bool = False,
 ) -> Outcome:
     """Bring one document's chunks in the index up to `data`; a failure is an Outcome too.
 
     `url` is the document's public address; anything but an http(s) one is dropped
     (candor.urls). With `records`, a changed document's completion record is left
     PENDING: the caller completes it with `complete` once the run is over.
+    `rewrite` embeds and writes every chunk even if the index seems to hold this
+    version already: after a race with another writer of the document, whose chunks
+    may sit under a chunk 0 that says otherwise (candor.ingest.s3).
     """
     url = public_url(url, source=source)
     try:
-        return _ingest_one(source, data, embedder, index, records, chunking, media_type, url)
+        return _ingest_one(
+            source, data, embedder, index, records, chunking, media_type, url, rewrite
+        )
     except IngestError as e:
         logger.warning("not ingested: %s", e)
         return Outcome(source, "failed", reason=str(e))
@@ -101,14 +107,22 @@ def ingest_document(
 
 
 def delete_document(
-    source: str, *, index: VectorIndex, records: CompletionRecords | None = None
+    source: str,
+    *,
+    index: VectorIndex,
+    records: CompletionRecords | None = None,
+    written: int = 0,
 ) -> Outcome:
     """Remove every chunk of `source` (found by its id prefix: serverless Pinecone
     cannot delete by metadata). With `records`, its record stays PENDING until the
-    caller's `complete`, so a delete whose bump failed is redone, not taken as done."""
+    caller's `complete`, so a delete whose bump failed is redone, not taken as done.
+    `written`: the chunks this process has just written for it, deleted whether or
+    not the listing shows them yet (Pinecone's listing can lag its writes)."""
     try:
         record = records.record(source) if records is not None else None
-        ids = list(index.list_ids(doc_prefix(source)))
+        prefix = doc_prefix(source)
+        listed = set(index.list_ids(prefix)) | {f"{prefix}{i}" for i in range(written)}
+        ids = sorted(listed)
         if not ids and record is None:
             return Outcome(source, "absent")
         if records is not None:
@@ -215,6 +229,7 @@ def _ingest_one(
     chunking: Chunking,
     media_type: str | None,
     url: str | None,
+    rewrite: bool = False,
 ) -> Outcome:
     if chunking.max_bytes is not None and len(data) > chunking.max_bytes:
         raise IngestError(
@@ -225,7 +240,9 @@ def _ingest_one(
     version = fingerprint(data, embedder=embedder, chunking=chunking, media_type=media_type)
     existing = list(index.list_ids(prefix))
     complete_before = records is None or records.record(source) == version
-    held = _held_version(index, prefix, existing, version) if complete_before else None
+    held = (
+        _held_version(index, prefix, existing, version) if complete_before and not rewrite else None
+    )
     if held is not None:
         ids, first = held
         if first.url == url:

@@ -30,10 +30,11 @@ could not hold the bump, which lives in the StateStore anyway. The index name is
 part of the key because several sites may share one table (and one Pinecone index,
 a namespace each).
 
-What this does not cover: deliveries of two different versions of one document
-running at the same time can interleave their writes and leave the earlier
-version's record over a mix of both. The document's next event repairs it (the
-bucket's bytes then differ from the recorded fingerprint); no lock prevents it.
+What this does not cover by itself: deliveries of two events of one key running at
+the same time can interleave their writes, and a put that read the object before a
+delete can write after it. The records keep no lock; the S3 ingestion closes this by
+checking, after its writes, that the bucket still holds what it read, and doing the
+key again if not (candor.ingest.s3). `candor ingest` runs one process over a folder.
 """
 
 from __future__ import annotations

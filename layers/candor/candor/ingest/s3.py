@@ -10,6 +10,22 @@ leaves the index as the bucket is. The keys of one event are one run: the corpus
 version is bumped once after all of them, then their completion records are
 written (candor.ingest.records), so a retried event redoes what did not complete.
 
+Reconciling with the bucket is not enough when two events of one key are handled at
+once (the ingest function runs two executions): a put that read the object just
+before it was deleted would write chunks that the delete, handled meanwhile, never
+saw, and no later event comes for that key. So a put that changed the index checks,
+after its writes and before it completes, that the bucket still holds the very
+object it read (its version id on a versioned bucket, else its ETag). If the object
+is gone, the put deletes what it wrote; if a newer one is there, it ingests that one,
+rewriting every chunk; at most RECONCILE_ATTEMPTS rounds, then it fails as retryable
+and Lambda delivers the event again. A delete handled after that check lists the
+chunks the put wrote (they were written before it), so whichever finishes last the
+index ends as the bucket is. One window stays open on Pinecone, whose id listing can
+lag its writes by seconds: a delete handled within that lag after the put's check
+can miss the newest chunks. Ordering by the events' `sequencer` would not close it
+(the chunks would still be missed by the listing), and serialising per key needs an
+SQS FIFO queue in front of the function (S3 cannot notify one directly).
+
 An object's `x-amz-meta-url` metadata is its public address, what citations link
 to. Changing only that (a copy of the object onto itself, an ObjectCreated:Copy
 event) changes the address stored on its chunks.
@@ -36,6 +52,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _MISSING_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
+# Rounds of read, write and check for one key before its event is left to a retry: a
+# key rewritten faster than it can be ingested is not chased for ever.
+RECONCILE_ATTEMPTS = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +74,9 @@ class S3Document:
     # The object's `x-amz-meta-url` metadata as given: the uploader's, unchecked
     # (the pipeline keeps only an http(s) address, candor.urls).
     url: str | None = None
+    # Which object this is: its version id on a versioned bucket, and its ETag.
+    version: str | None = None
+    etag: str | None = None
 
 
 class S3Reader:
@@ -104,9 +126,25 @@ class S3Reader:
             document_kind(key, media_type)
             # boto3 gives user metadata without its x-amz-meta- prefix, keys in lower case.
             url = response.get("Metadata", {}).get("url")
-            return S3Document(body.read(), media_type, url)
+            return S3Document(
+                body.read(), media_type, url, response.get("VersionId"), response.get("ETag")
+            )
         finally:
             body.close()
+
+    def holds(self, bucket: str, key: str, document: S3Document) -> bool:
+        """Whether the key still names the object `document` was read from."""
+        from botocore.exceptions import ClientError
+
+        try:
+            head = self.client.head_object(Bucket=bucket, Key=key)
+        except ClientError as e:
+            if e.response.get("Error", {}).get("Code") in _MISSING_CODES:
+                return False
+            raise
+        if document.version is not None and document.version != "null":
+            return head.get("VersionId") == document.version
+        return head.get("ETag") == document.etag
 
 
 @dataclass
@@ -148,22 +186,42 @@ class S3Ingestion:
         return SyncResult(IngestReport.of(done, corpus_version=version), done)
 
     def _reconcile(self, change: ObjectChange) -> Outcome:
-        try:
-            document = self.reader.read(change.bucket, change.key)
-        except IngestError as e:
-            return Outcome(change.key, "failed", reason=str(e))
-        except Exception as e:  # S3 throttling, a network error: another try may work
-            logger.exception("cannot read s3://%s/%s", change.bucket, change.key)
-            return Outcome(change.key, "failed", reason=describe(e), retryable=True)
-        if document is None:
-            return delete_document(change.key, index=self.index, records=self.records)
-        return ingest_document(
-            change.key,
-            document.data,
-            embedder=self.embedder,
-            index=self.index,
-            records=self.records,
-            chunking=self.chunking,
-            media_type=document.media_type,
-            url=document.url,
+        key = change.key
+        written = 0  # chunks this run wrote for a version the bucket no longer holds
+        for attempt in range(RECONCILE_ATTEMPTS):
+            try:
+                document = self.reader.read(change.bucket, key)
+            except IngestError as e:
+                return Outcome(key, "failed", reason=str(e))
+            except Exception as e:  # S3 throttling, a network error: another try may work
+                logger.exception("cannot read s3://%s/%s", change.bucket, key)
+                return Outcome(key, "failed", reason=describe(e), retryable=True)
+            if document is None:
+                return delete_document(key, index=self.index, records=self.records, written=written)
+            outcome = ingest_document(
+                key,
+                document.data,
+                embedder=self.embedder,
+                index=self.index,
+                records=self.records,
+                chunking=self.chunking,
+                media_type=document.media_type,
+                url=document.url,
+                rewrite=attempt > 0,
+            )
+            if outcome.status != "changed":
+                return outcome
+            try:
+                if self.reader.holds(change.bucket, key, document):
+                    return outcome
+            except Exception as e:  # the writes are in; the record stays PENDING
+                logger.exception("cannot check s3://%s/%s", change.bucket, key)
+                return Outcome(key, "failed", reason=describe(e), retryable=True)
+            logger.info("%s changed while it was ingested: reconciling it again", key)
+            written = max(written, outcome.chunks)
+        return Outcome(
+            key,
+            "failed",
+            reason=f"{key}: changed {RECONCILE_ATTEMPTS} times while it was ingested",
+            retryable=True,
         )
