@@ -16,6 +16,7 @@ import pytest
 
 from candor.backends.sqlite_state import SqliteStateStore
 from candor.ingest import chunk_document, doc_prefix, load_document
+from candor.ingest.outcomes import IngestReport
 from candor.ingest.pipeline import (
     CHUNKS_KEY,
     HASH_KEY,
@@ -245,26 +246,82 @@ def test_a_corrupt_pdf_is_reported_and_its_neighbours_indexed(
     assert (chunk.title, chunk.text) == ("Winch", "The winch coils loose lines.")
 
 
-def test_an_oversized_document_is_reported_and_keeps_its_old_version(
-    index: VectorIndex, embedder: CountingEmbedder, records: CompletionRecords | None
+WINCH = make_pdf([["The winch coils loose lines."]], title="Winch")
+FAILING_VERSIONS = {
+    "oversized": ("doc.md", markdown(1), markdown(40), "over the limit of 6000"),
+    "emptied": ("doc.md", markdown(1), b"", "no text to index"),
+    "corrupt-pdf": ("manual.pdf", WINCH, WINCH[:150], "not a readable PDF"),
+    "scanned-pdf": ("manual.pdf", WINCH, make_pdf([[], []]), "no extractable text"),
+    "too-many-chunks": ("doc.md", markdown(1), markdown(8), "over the limit of 5"),
+}
+
+
+@pytest.mark.parametrize("case", list(FAILING_VERSIONS))
+def test_a_new_version_that_fails_to_load_takes_the_old_one_out_of_the_index(
+    case: str,
+    index: VectorIndex,
+    embedder: CountingEmbedder,
+    records: CompletionRecords | None,
 ) -> None:
-    ingest([("doc.md", markdown(1))], embedder=embedder, index=index, records=records)
-    before = index.fetch(ids_of(index, "doc.md"))
+    # Given a document in the index
+    source, old, new, why = FAILING_VERSIONS[case]
+
+    def run(document: bytes, *others: tuple[str, bytes]) -> IngestReport:
+        return ingest(
+            [(source, document), *others],
+            embedder=embedder,
+            index=index,
+            records=records,
+            max_bytes=6_000,
+            max_chunks=5,
+        )
+
+    first = run(old)
+    assert first.failures == [] and ids_of(index, source)
+    old_ids = ids_of(index, source)
     embedder.reset()
 
+    # When its new version cannot be read (the document's fault)
+    report = run(new, ("small.txt", b"Fits."))
+
+    # Then the failure says why and that the old version left the index, which no
+    # longer answers from text the owner replaced
+    ((failed, reason),) = report.failures
+    assert failed == source and why in reason
+    assert "previous version was removed from the index" in reason
+    assert report.retryable == []  # the document's fault: retrying cannot help
+    assert ids_of(index, source) == []
+    assert report.chunks_deleted == len(old_ids)
+    old_words = "winch coils loose lines" if source.endswith(".pdf") else "alpha0 sentence"
+    hits = index.query(vector=None, keywords=old_words, top_k=5).keyword
+    assert [hit.chunk.source for hit in hits if hit.chunk.source == source] == []
+    assert embedder.texts == 1  # small.txt only: nothing of the refused version
+    if records is not None:
+        # cached answers that cited the old version are retired, and nothing is
+        # recorded as complete for the document
+        assert report.corpus_version == (first.corpus_version or 0) + 1
+        assert records.record(source) is None
+
+    # And the next good version is ingested as usual
+    fixed = run(old)
+    assert fixed.failures == [] and ids_of(index, source) == old_ids
+
+
+def test_a_new_version_that_fails_in_a_backend_keeps_the_old_one_for_the_retry(
+    index: VectorIndex, records: CompletionRecords | None
+) -> None:
+    ingest([("doc.md", markdown(1))], embedder=CountingEmbedder(), index=index, records=records)
+    before = ids_of(index, "doc.md")
+
     report = ingest(
-        [("doc.md", markdown(40)), ("small.txt", b"Fits.")],
-        embedder=embedder,
+        [("doc.md", markdown(2, word="beta"))],
+        embedder=CountingEmbedder(fail_after=0),
         index=index,
         records=records,
-        max_bytes=2_000,
     )
 
-    ((source, reason),) = report.failures
-    assert source == "doc.md" and "over the limit of 2000" in reason
-    assert index.fetch(ids_of(index, "doc.md")) == before
-    assert ids_of(index, "small.txt")
-    assert embedder.texts == 1
+    assert report.retryable == ["doc.md"]
+    assert ids_of(index, "doc.md") == before
 
 
 def test_the_corpus_version_is_bumped_once_per_run_that_changes_the_index(

@@ -246,6 +246,29 @@ def test_an_object_over_the_size_limit_is_reported_without_reading_it(
     assert embedder.texts == 0
 
 
+def test_a_new_version_over_the_size_limit_takes_the_old_one_out_of_the_index(
+    app: ModuleType, s3: S3Client, work: S3Ingestion, index: SqliteVectorIndex
+) -> None:
+    # Given an indexed document, replaced in the bucket by a version too large to read
+    event = load_event("s3-put.json")
+    key = keys_in(event)[0]
+    put(s3, key, GUIDE)
+    app.process(event, work)
+    assert chunk_ids(index, key)
+    put(s3, key, b"# Big\n\n" + b"word " * (MAX_BYTES // 4))
+
+    # When its put event is handled
+    result = app.process(load_event("s3-put.json"), work)
+
+    # Then the refusal is reported, the old version is gone from the index, and the
+    # event succeeds: retrying cannot help
+    (record,) = result["records"]
+    assert record["status"] == "failed" and record["retryable"] is False
+    assert "previous version was removed from the index" in record["reason"]
+    assert chunk_ids(index, key) == []
+    assert work.records is not None and work.records.record(key) is None
+
+
 def test_an_unsupported_type_is_reported(app: ModuleType, s3: S3Client, work: S3Ingestion) -> None:
     event = load_event("s3-put.json")
     event["Records"][0]["s3"]["object"]["key"] = "images/logo.png"
@@ -373,10 +396,13 @@ def test_the_factory_builds_the_functions_ingestion_with_the_sites_records(
         embedder_backend="hashing",
         index_name="site-b",
         ingest_max_bytes=1234,
+        ingest_max_pdf_pages=56,
+        ingest_max_chunks=789,
     )
 
     work = build_s3_ingestion(settings)
 
     assert work.records is not None and work.records.index_name == "site-b"
     assert work.chunking.max_bytes == work.reader.max_bytes == 1234
+    assert (work.chunking.max_pdf_pages, work.chunking.max_chunks) == (56, 789)
     assert work.embedder.name == "hashing-384"

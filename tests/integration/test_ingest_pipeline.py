@@ -21,6 +21,7 @@ from candor.ingest import (
 )
 from candor.ports import Embedder, Vectors
 from candor.types import Chunk
+from tests.support.pdfs import make_pdf
 
 pytestmark = pytest.mark.integration
 
@@ -162,16 +163,41 @@ def test_re_ingesting_the_same_documents_changes_nothing(
     assert index.fetch(sorted(index.list_ids())) == snapshot
 
 
-def test_an_emptied_document_fails_and_keeps_its_old_chunks(
+def test_a_pdf_over_the_page_limit_is_refused_before_any_embedding(
     embedder: HashingEmbedder, index: SqliteVectorIndex
 ) -> None:
-    ingest([("a.md", _markdown(2))], embedder=embedder, index=index)
-    before = _ids(index, "a.md")
+    # A few hundred kilobytes of PDF can be thousands of pages: bytes do not bound the
+    # work. Past the default page limit it is refused before any page is read.
+    line = "Page {} of the pamphlet, with a line of text on it."
+    many = make_pdf([[line.format(n)] for n in range(2_001)])
+    counting = CountingEmbedder(embedder)
 
-    report = ingest([("a.md", b"")], embedder=embedder, index=index)
+    report = ingest([("pamphlet.pdf", many)], embedder=counting, index=index)
 
-    assert [source for source, _ in report.failures] == ["a.md"]
-    assert _ids(index, "a.md") == before
+    ((source, reason),) = report.failures
+    assert source == "pamphlet.pdf"
+    assert "2001 pages is over the limit of 2000 (CANDOR_INGEST_MAX_PDF_PAGES)" in reason
+    assert counting.batches == []
+    assert _ids(index, "pamphlet.pdf") == []
+
+
+def test_a_document_over_the_chunk_limit_is_refused_before_any_embedding(
+    embedder: HashingEmbedder, index: SqliteVectorIndex
+) -> None:
+    counting = CountingEmbedder(embedder)
+
+    report = ingest(
+        [("a.md", _markdown(12)), ("b.md", _markdown(1))],
+        embedder=counting,
+        index=index,
+        max_chunks=10,
+    )
+
+    ((source, reason),) = report.failures
+    assert source == "a.md"
+    assert "passages is over the limit of 10 (CANDOR_INGEST_MAX_CHUNKS)" in reason
+    assert sum(map(len, counting.batches)) == len(_ids(index, "b.md")) > 0  # b.md only
+    assert _ids(index, "a.md") == []
 
 
 def test_batches_are_at_most_batch_size_and_progress_counts_every_document(
@@ -319,3 +345,15 @@ def test_a_question_finds_its_page_by_dense_search(
     hits = fixture_index.dense(question, top_k=1)
 
     assert hits[0].chunk.source == "kite-config.html"
+
+
+def test_the_page_and_chunk_limits_are_the_same_in_settings_and_in_the_pipeline() -> None:
+    # A caller that passes no settings (a new ingest path) gets the same limits.
+    from candor.ingest.reading import Chunking
+    from candor.settings import Settings
+
+    settings, chunking = Settings(), Chunking()
+    assert (settings.ingest_max_pdf_pages, settings.ingest_max_chunks) == (
+        chunking.max_pdf_pages,
+        chunking.max_chunks,
+    )

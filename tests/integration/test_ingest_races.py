@@ -308,3 +308,29 @@ def test_a_put_that_finds_a_newer_version_after_its_writes_indexes_the_newer_one
         texts = " ".join(chunk.text for chunk in index.fetch(ids))
     assert "in the vault" in texts
     assert "Backups" not in texts
+
+
+def test_a_refused_version_that_raced_a_good_one_leaves_the_good_one_indexed(
+    s3: S3Client, execution: Callable[[], Execution], tmp_path: Path
+) -> None:
+    # Given an indexed file replaced by a version too large to read, whose handler
+    # is stopped just before it removes the old version's chunks
+    s3.put_object(Bucket=BUCKET, Key=KEY, Body=UPDATED)
+    execution().work.apply([PUT])
+    s3.put_object(Bucket=BUCKET, Key=KEY, Body=b"# Huge\n\n" + b"word " * 300_000)
+    refuser = execution()
+    pause = Pause()
+    refuser.hooks.at[("delete", 1)] = pause
+    thread, errors = in_thread(lambda: refuser.work.apply([PUT]))
+    assert pause.reached.wait(WAIT_SECONDS)
+
+    # When a good version is uploaded and handled in full meanwhile
+    s3.put_object(Bucket=BUCKET, Key=KEY, Body=STAGING)
+    execution().work.apply([PUT])
+    pause.released.set()
+    thread.join(WAIT_SECONDS)
+
+    # Then the index holds the good version the bucket holds
+    assert errors == []
+    ids, secrets = found(tmp_path)
+    assert ids and secrets

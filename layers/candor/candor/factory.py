@@ -264,6 +264,8 @@ def build_s3_ingestion(settings: Settings) -> S3Ingestion:
             max_chars=settings.chunk_chars,
             overlap=settings.chunk_overlap,
             max_bytes=settings.ingest_max_bytes,
+            max_pdf_pages=settings.ingest_max_pdf_pages,
+            max_chunks=settings.ingest_max_chunks,
         ),
         records=CompletionRecords(build_state(settings), settings.index_name),
     )

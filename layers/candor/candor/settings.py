@@ -213,8 +213,12 @@ class Settings(BaseSettings):
     # timeout kills it and needs about 26 s a question at the median on two cores.
     request_deadline_seconds: float | None = Field(default=None, gt=0, le=900)
 
-    # Ingestion: a larger object is recorded as a failure and not read.
+    # Ingestion: a larger object is recorded as a failure and not read; so is a PDF of
+    # more pages (before its text is extracted), and a document of more passages
+    # before any is embedded (the defaults are candor.ingest.reading's, which says why).
     ingest_max_bytes: int = Field(default=20 * 1024 * 1024, ge=1)
+    ingest_max_pdf_pages: int = Field(default=2_000, ge=1)
+    ingest_max_chunks: int = Field(default=10_000, ge=1)
     # Where `candor ingest` documents are published: a citation links to this base
     # plus the document's path below the folder ingested (URL-quoted). Unset: no
     # link. On S3 each object's own `x-amz-meta-url` metadata is its address instead.

@@ -43,6 +43,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             max_chars=settings.chunk_chars,
             overlap=settings.chunk_overlap,
             max_bytes=settings.ingest_max_bytes,
+            max_pdf_pages=settings.ingest_max_pdf_pages,
+            max_chunks=settings.ingest_max_chunks,
             source_base_url=settings.source_base_url,
             # A cached answer belongs to one corpus version: a run that changed the
             # index bumps it (once), which retires them all; then each changed

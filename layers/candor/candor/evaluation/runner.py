@@ -104,6 +104,8 @@ def build_index(
             max_chars=settings.chunk_chars,
             overlap=settings.chunk_overlap,
             max_bytes=settings.ingest_max_bytes,
+            max_pdf_pages=settings.ingest_max_pdf_pages,
+            max_chunks=settings.ingest_max_chunks,
         )
     finally:
         ticker.close()

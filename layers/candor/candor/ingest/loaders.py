@@ -51,12 +51,18 @@ def is_supported(name: str) -> bool:
     return PurePosixPath(name).suffix.lower() in _KIND_BY_EXTENSION
 
 
-def load_document(data: bytes, source: str, *, media_type: str | None = None) -> Document:
-    """Parse a document. A recognised `media_type` wins over the extension of `source`."""
+def load_document(
+    data: bytes, source: str, *, media_type: str | None = None, max_pdf_pages: int | None = None
+) -> Document:
+    """Parse a document. A recognised `media_type` wins over the extension of `source`.
+
+    A PDF of more than `max_pdf_pages` pages is an IngestError, raised before any
+    page's text is extracted.
+    """
     kind = _kind(source, media_type)
     stem = PurePosixPath(source).stem or source
     if kind == "pdf":
-        return load_pdf(data, source, stem)
+        return load_pdf(data, source, stem, max_pages=max_pdf_pages)
     text = _decode(data, source)
     match kind:
         case "markdown":

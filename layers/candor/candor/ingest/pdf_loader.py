@@ -38,13 +38,14 @@ class _Mark:
     body: tuple[int, int]
 
 
-def load_pdf(data: bytes, source: str, stem: str) -> Document:
+def load_pdf(data: bytes, source: str, stem: str, *, max_pages: int | None = None) -> Document:
     """One section per outline entry when the PDF has an outline (bookmarks), else
     the pages' text as untitled sections, which the chunker packs together. The
     document keeps each page's text, so that every chunk can name its page.
 
     A PDF of scanned pages has no text to extract: that is an IngestError, not an
-    empty document, because nothing would ever be found in it.
+    empty document, because nothing would ever be found in it. So is a PDF of more
+    than `max_pages` pages, found before any text is extracted.
     """
     import pypdfium2 as pdfium
     import pypdfium2.raw as pdfium_raw
@@ -57,6 +58,11 @@ def load_pdf(data: bytes, source: str, stem: str) -> Document:
                 raise IngestError(f"{source}: the PDF is encrypted with a password") from None
             raise IngestError(f"{source}: not a readable PDF ({e})") from None
         try:
+            if max_pages is not None and len(pdf) > max_pages:
+                raise IngestError(
+                    f"{source}: {len(pdf)} pages is over the limit of {max_pages} "
+                    "(CANDOR_INGEST_MAX_PDF_PAGES); split the PDF or raise the limit"
+                )
             raw_pages = [_page_text(pdf, number) for number in range(len(pdf))]
             title = collapse(pdf.get_metadata_value("Title"))
             outline = _pdf_outline(pdf, len(raw_pages))

@@ -43,7 +43,17 @@ What it guarantees, whatever the order or repetition of its inputs:
   (the embedder, the index, the state store), and any exception there, a bare one
   included, is retryable. Titles and headings are capped in bytes when chunking
   (candor.ingest.chunking), and a chunk too large for any index is refused before
-  it is embedded, so no document can fail in a backend for its own size.
+  it is embedded, so no document can fail in a backend for its own size. So is a
+  PDF of too many pages or a document of too many chunks (Chunking's limits).
+- A new version that fails as the document's fault takes the old one out of the
+  index: its chunks are deleted and the failure's reason says so. The bucket (or
+  folder) no longer holds the old text, so answers quoting it would cite what the
+  owner replaced, under a link that now shows something else; and a document's
+  fault is never retried, so a kept old version would answer for good with nothing
+  to prompt a fix. Removed, its questions are declined and show in `candor
+  insights` as missing, the failure is in the ingest log and report, and the next
+  good upload is ingested as usual. A backend's failure keeps the old version:
+  the retry completes the new one.
 """
 
 from __future__ import annotations
@@ -56,7 +66,14 @@ from collections.abc import Callable, Iterable, Sequence
 from candor.errors import IngestError, ModelError
 from candor.ingest.chunking import doc_prefix
 from candor.ingest.outcomes import IngestReport, Outcome, describe
-from candor.ingest.reading import Chunking, embedding_text, fingerprint, read_chunks
+from candor.ingest.reading import (
+    DEFAULT_MAX_CHUNKS,
+    DEFAULT_MAX_PDF_PAGES,
+    Chunking,
+    embedding_text,
+    fingerprint,
+    read_chunks,
+)
 from candor.ingest.records import CompletionRecords
 from candor.ports import Embedder, MetadataUpdater, VectorIndex
 from candor.types import URL_KEY, Chunk
@@ -97,7 +114,7 @@ def ingest_document(
         )
     except IngestError as e:
         logger.warning("not ingested: %s", e)
-        return Outcome(source, "failed", reason=str(e))
+        return refuse_document(source, str(e), index=index, records=records)
     except Exception as e:
         # Past reading the document, every step is a backend's (the embedder, the
         # index, the state store), and an outage there may pass: retryable, with
@@ -136,6 +153,36 @@ def delete_document(
     return Outcome(source, "deleted", deleted=deleted, unrecorded=records is not None)
 
 
+def refuse_document(
+    source: str, reason: str, *, index: VectorIndex, records: CompletionRecords | None = None
+) -> Outcome:
+    """A version of `source` that cannot be indexed (its own fault): its failure, and
+    the previous version's chunks deleted (see the module's docstring for why).
+    With `records`, the record stays PENDING until the caller's `complete`."""
+    try:
+        ids = list(index.list_ids(doc_prefix(source)))
+        if not ids:
+            return Outcome(source, "failed", reason=reason)
+        if records is not None:
+            records.begin(source)
+        deleted = index.delete(ids)
+    except Exception as e:
+        logger.exception("previous version not removed: %s", source)
+        return Outcome(
+            source,
+            "failed",
+            reason=f"{reason}; its previous version could not be removed: {describe(e)}",
+            retryable=True,
+        )
+    return Outcome(
+        source,
+        "failed",
+        deleted=deleted,
+        reason=f"{reason}; its previous version was removed from the index",
+        unrecorded=records is not None,
+    )
+
+
 def complete(
     outcomes: Sequence[Outcome], records: CompletionRecords | None
 ) -> tuple[list[Outcome], int | None]:
@@ -158,9 +205,8 @@ def complete(
         if not outcome.unrecorded:
             continue
         try:
-            records.complete(
-                outcome.source, None if outcome.status == "deleted" else outcome.fingerprint
-            )
+            # No fingerprint: deleted, or refused with its old version removed.
+            records.complete(outcome.source, outcome.fingerprint or None)
         except Exception as e:
             logger.exception("completion not recorded: %s", outcome.source)
             done[i] = outcome.incomplete(f"written, but not recorded as complete: {describe(e)}")
@@ -180,6 +226,8 @@ def ingest(
     max_chars: int = 800,
     overlap: int = 100,
     max_bytes: int | None = None,
+    max_pdf_pages: int | None = DEFAULT_MAX_PDF_PAGES,
+    max_chunks: int | None = DEFAULT_MAX_CHUNKS,
     source_base_url: str | None = None,
 ) -> IngestReport:
     """Ingest each (source, bytes); a failing document is recorded, not fatal.
@@ -192,7 +240,14 @@ def ingest(
     `records` keep the completion records and the corpus version that cached
     answers are keyed on; a run that changed the index bumps it once, at the end.
     """
-    chunking = Chunking(max_chars, overlap, batch_size, max_bytes)
+    chunking = Chunking(
+        max_chars=max_chars,
+        overlap=overlap,
+        batch_size=batch_size,
+        max_bytes=max_bytes,
+        max_pdf_pages=max_pdf_pages,
+        max_chunks=max_chunks,
+    )
     started = time.perf_counter()
     outcomes: list[Outcome] = []
     for source, data in documents:

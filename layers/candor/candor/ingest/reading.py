@@ -30,6 +30,15 @@ PIPELINE_VERSION = "3"
 # chunks far below this; a larger one is refused as the document's fault before
 # anything is embedded, rather than failing in the index on every delivery.
 MAX_CHUNK_BYTES = 32 * 1024
+# What one document may become before anything is embedded (the settings
+# CANDOR_INGEST_MAX_PDF_PAGES and CANDOR_INGEST_MAX_CHUNKS, same defaults). Bytes alone
+# do not bound the work: a PDF's pages can share one content stream, and a 384 KB
+# file became 32,000 passages to embed. The largest documents of the evaluation
+# corpora are far below: a 261-page PDF of 965 passages, an HTML page of 477.
+# 10,000 passages is about 160 embedding calls of 64, inside the ingest function's
+# five minutes; 2,000 pages is a long manual, refused before its text is extracted.
+DEFAULT_MAX_PDF_PAGES = 2_000
+DEFAULT_MAX_CHUNKS = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +49,9 @@ class Chunking:
     overlap: int = 100
     batch_size: int = 64  # texts per embedding call and chunks per upsert
     max_bytes: int | None = None  # a larger document is a failure, not read
+    # A PDF of more pages, or a document of more chunks, is a failure, not embedded.
+    max_pdf_pages: int | None = DEFAULT_MAX_PDF_PAGES
+    max_chunks: int | None = DEFAULT_MAX_CHUNKS
 
     def __post_init__(self) -> None:
         # Checked here, once, so that a bad setting fails the run at its start
@@ -50,6 +62,10 @@ class Chunking:
             raise ValueError(f"overlap must be in [0, max_chars), not {self.overlap}")
         if self.batch_size < 1:
             raise ValueError(f"batch_size must be positive, not {self.batch_size}")
+        for name in ("max_pdf_pages", "max_chunks"):
+            limit = getattr(self, name)
+            if limit is not None and limit < 1:
+                raise ValueError(f"{name} must be positive, not {limit}")
 
 
 def embedding_text(chunk: Chunk) -> str:
@@ -92,7 +108,9 @@ def read_chunks(
     """The document's chunks. A pure function of the bytes: whatever fails here is
     the document's fault (an IngestError), since the same bytes fail the same way."""
     try:
-        document = load_document(data, source, media_type=media_type)
+        document = load_document(
+            data, source, media_type=media_type, max_pdf_pages=chunking.max_pdf_pages
+        )
         chunks = chunk_document(document, max_chars=chunking.max_chars, overlap=chunking.overlap)
     except IngestError:
         raise
@@ -105,6 +123,11 @@ def read_chunks(
         # Most likely a page whose text the loader stripped as furniture: say so
         # rather than silently dropping the document's old chunks.
         raise IngestError(f"{source}: no text to index")
+    if chunking.max_chunks is not None and len(chunks) > chunking.max_chunks:
+        raise IngestError(
+            f"{source}: {len(chunks)} passages is over the limit of {chunking.max_chunks} "
+            "(CANDOR_INGEST_MAX_CHUNKS); split the document or raise the limit"
+        )
     for chunk in chunks:
         size = _stored_bytes(chunk)
         if size > MAX_CHUNK_BYTES:

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 from candor.errors import IngestError
 from candor.ingest.loaders import document_kind
 from candor.ingest.outcomes import IngestReport, Outcome, describe
-from candor.ingest.pipeline import complete, delete_document, ingest_document
+from candor.ingest.pipeline import complete, delete_document, ingest_document, refuse_document
 from candor.ingest.reading import Chunking
 from candor.ingest.records import CompletionRecords
 from candor.ports import Embedder, VectorIndex
@@ -68,15 +68,25 @@ class ObjectChange:
 
 
 @dataclass(frozen=True, slots=True)
+class Seen:
+    """Which object a key named when it was read: its version id on a versioned
+    bucket, and its ETag."""
+
+    version: str | None = None
+    etag: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class S3Document:
     data: bytes
     media_type: str | None
     # The object's `x-amz-meta-url` metadata as given: the uploader's, unchecked
     # (the pipeline keeps only an http(s) address, candor.urls).
     url: str | None = None
-    # Which object this is: its version id on a versioned bucket, and its ETag.
-    version: str | None = None
-    etag: str | None = None
+    seen: Seen = Seen()
+    # Why the object is not read (too large, or a type no loader reads); its bytes
+    # are then empty.
+    refusal: str | None = None
 
 
 class S3Reader:
@@ -101,8 +111,8 @@ class S3Reader:
         """The object's bytes, media type and `x-amz-meta-url`, or None if there is
         no such object.
 
-        An object over `max_bytes` is an IngestError, raised before its body is read;
-        so is a type no loader reads.
+        An object over `max_bytes` comes back refused (`refusal` says why) without
+        its body being read; so does a type no loader reads.
         """
         from botocore.exceptions import ClientError
 
@@ -115,25 +125,28 @@ class S3Reader:
                 return None
             raise
         body = response["Body"]
+        seen = Seen(response.get("VersionId"), response.get("ETag"))
         try:
             size = int(response.get("ContentLength", 0))
+            media_type = response.get("ContentType")
             if size > self.max_bytes:
-                raise IngestError(
+                reason = (
                     f"{key}: {size} bytes is over the limit of {self.max_bytes} "
                     "(CANDOR_INGEST_MAX_BYTES)"
                 )
-            media_type = response.get("ContentType")
-            document_kind(key, media_type)
+                return S3Document(b"", media_type, seen=seen, refusal=reason)
+            try:
+                document_kind(key, media_type)
+            except IngestError as e:
+                return S3Document(b"", media_type, seen=seen, refusal=str(e))
             # boto3 gives user metadata without its x-amz-meta- prefix, keys in lower case.
             url = response.get("Metadata", {}).get("url")
-            return S3Document(
-                body.read(), media_type, url, response.get("VersionId"), response.get("ETag")
-            )
+            return S3Document(body.read(), media_type, url, seen)
         finally:
             body.close()
 
-    def holds(self, bucket: str, key: str, document: S3Document) -> bool:
-        """Whether the key still names the object `document` was read from."""
+    def holds(self, bucket: str, key: str, seen: Seen) -> bool:
+        """Whether the key still names the object that was `seen`."""
         from botocore.exceptions import ClientError
 
         try:
@@ -142,9 +155,9 @@ class S3Reader:
             if e.response.get("Error", {}).get("Code") in _MISSING_CODES:
                 return False
             raise
-        if document.version is not None and document.version != "null":
-            return head.get("VersionId") == document.version
-        return head.get("ETag") == document.etag
+        if seen.version is not None and seen.version != "null":
+            return head.get("VersionId") == seen.version
+        return head.get("ETag") == seen.etag
 
 
 @dataclass
@@ -191,28 +204,34 @@ class S3Ingestion:
         for attempt in range(RECONCILE_ATTEMPTS):
             try:
                 document = self.reader.read(change.bucket, key)
-            except IngestError as e:
-                return Outcome(key, "failed", reason=str(e))
             except Exception as e:  # S3 throttling, a network error: another try may work
                 logger.exception("cannot read s3://%s/%s", change.bucket, key)
                 return Outcome(key, "failed", reason=describe(e), retryable=True)
             if document is None:
                 return delete_document(key, index=self.index, records=self.records, written=written)
-            outcome = ingest_document(
-                key,
-                document.data,
-                embedder=self.embedder,
-                index=self.index,
-                records=self.records,
-                chunking=self.chunking,
-                media_type=document.media_type,
-                url=document.url,
-                rewrite=attempt > 0,
-            )
-            if outcome.status != "changed":
+            if document.refusal is not None:
+                logger.warning("not ingested: %s", document.refusal)
+                outcome = refuse_document(
+                    key, document.refusal, index=self.index, records=self.records
+                )
+            else:
+                outcome = ingest_document(
+                    key,
+                    document.data,
+                    embedder=self.embedder,
+                    index=self.index,
+                    records=self.records,
+                    chunking=self.chunking,
+                    media_type=document.media_type,
+                    url=document.url,
+                    rewrite=attempt > 0,
+                )
+            # Only a run that changed the index (writes, or a removal) can have raced
+            # another into leaving what the bucket no longer holds.
+            if not (outcome.upserted or outcome.deleted):
                 return outcome
             try:
-                if self.reader.holds(change.bucket, key, document):
+                if self.reader.holds(change.bucket, key, document.seen):
                     return outcome
             except Exception as e:  # the writes are in; the record stays PENDING
                 logger.exception("cannot check s3://%s/%s", change.bucket, key)
