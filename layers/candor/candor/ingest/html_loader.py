@@ -2,6 +2,12 @@
 
 Definition lists (a manual's options) become one section per entry, one level
 below their heading, so that an option's text is found under its own name.
+
+What the page hides from its readers is dropped too: the `hidden` attribute,
+`aria-hidden="true"`, and an inline style of `display: none` or `visibility: hidden`.
+Indexed, such text would be quoted to visitors as what the page says, and it is
+where an injected instruction or a forgotten secret hides. Hiding by a style
+sheet's class (`.hidden { display: none }`) is not seen: the loader reads no CSS.
 """
 
 from __future__ import annotations
@@ -29,6 +35,13 @@ _DROP_TAGS = frozenset(
 _BOILERPLATE = re.compile(
     r"(?:^|[-_])(?:nav|navbar|navigation|menu|menubar|sidebar|footer|breadcrumbs?|toc"
     r"|table-of-contents|headerlink)(?:$|[-_])",
+    re.IGNORECASE,
+)
+# An inline style that hides the element: display none, or visibility hidden or
+# collapse, as a whole declaration (with or without !important).
+_HIDING_STYLE = re.compile(
+    r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*(?:hidden|collapse))"
+    r"\s*(?:!\s*important\s*)?(?:;|$)",
     re.IGNORECASE,
 )
 _SECTION_HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4}
@@ -66,11 +79,25 @@ def load_html(text: str, source: str, stem: str) -> Document:
     return Document(source, title, sections)
 
 
-def _is_boilerplate(tag: Tag) -> bool:
+def _not_content(tag: Tag) -> bool:
+    """Page furniture, or hidden from the page's readers."""
     if tag.name in _DROP_TAGS or tag.get("role") in ("navigation", "menu", "menubar"):
+        return True
+    if _is_hidden(tag):
         return True
     names = tag.get_attribute_list("class") + tag.get_attribute_list("id")
     return any(isinstance(name, str) and _BOILERPLATE.search(name) for name in names)
+
+
+def _is_hidden(tag: Tag) -> bool:
+    # hidden="until-found" is content that find-in-page reveals: readers can reach it.
+    hidden = tag.get("hidden")
+    if hidden is not None and str(hidden).strip().lower() != "until-found":
+        return True
+    if str(tag.get("aria-hidden", "")).strip().lower() == "true":
+        return True
+    style = tag.get("style")
+    return isinstance(style, str) and _HIDING_STYLE.search(style) is not None
 
 
 def _pre_text(tag: Tag) -> str:
@@ -81,6 +108,8 @@ def _pre_text(tag: Tag) -> str:
 def _definition_items(dl: Tag) -> Iterator[Tag]:
     # HTML allows <div> wrappers around dt/dd groups inside a dl.
     for child in dl.find_all(True, recursive=False):
+        if _not_content(child):
+            continue
         if child.name == "div":
             yield from _definition_items(child)
         elif child.name in ("dt", "dd"):
@@ -182,7 +211,7 @@ class _HtmlReader:
 
     def _element(self, tag: Tag) -> None:
         name = tag.name
-        if _is_boilerplate(tag):
+        if _not_content(tag):
             return
         if name in _SECTION_HEADINGS:
             level = _SECTION_HEADINGS[name]
@@ -220,7 +249,7 @@ class _HtmlReader:
                 if isinstance(child, self._tag):
                     if child.name == "br" or child.name in _BLOCK_TAGS:
                         strings.append(" ")
-                    if not _is_boilerplate(child):
+                    if not _not_content(child):
                         collect(child)
                 elif isinstance(child, self._string) and not isinstance(child, self._not_text):
                     strings.append(str(child))
@@ -239,6 +268,8 @@ class _HtmlReader:
             if item.name != "li":
                 self._element(item)
                 continue
+            if _not_content(item):
+                continue
             self._prefix = f"{indent}{number}. " if tag.name == "ol" else f"{indent}- "
             # One item per line: a list is one paragraph, not one per item.
             self._glue, first = not first, False
@@ -256,9 +287,17 @@ class _HtmlReader:
         caption = tag.find("caption", recursive=False)
         if isinstance(caption, self._tag):
             self._emit(self._line_text(caption))
-        rows = [row for row in tag.find_all("tr") if row.find_parent("table") is tag]
+        rows = [
+            row
+            for row in tag.find_all("tr")
+            if row.find_parent("table") is tag and not _not_content(row)
+        ]
         for number, row in enumerate(rows):
-            cells = (self._line_text(cell) for cell in row.find_all(["td", "th"], recursive=False))
+            cells = (
+                self._line_text(cell)
+                for cell in row.find_all(["td", "th"], recursive=False)
+                if not _not_content(cell)
+            )
             self._glue = number > 0
             self._emit(" | ".join(cell for cell in cells if cell))
         self._glue = False

@@ -22,8 +22,8 @@ logger = logging.getLogger(__name__)
 # Part of every document fingerprint: bump it when the loaders or the chunker
 # change what the same bytes become, so that the next ingest redoes every document.
 # 2: titles and headings capped in bytes. 3: PDFs read with PDFium, their chunks
-# carry their page.
-PIPELINE_VERSION = "3"
+# carry their page. 4: HTML hidden from readers dropped.
+PIPELINE_VERSION = "4"
 # The most a chunk's stored fields (text, source, title, heading, metadata, as
 # JSON) may take. Pinecone keeps them as metadata, at most 40 KB per vector, and
 # adds its own keys; the other backends take more. The chunker's caps keep real
