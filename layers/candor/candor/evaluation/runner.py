@@ -294,7 +294,8 @@ async def _ask_one(deps: Deps, question: Question, *, allowed_s: float) -> Agent
         recheck = support.verify(
             result.answer, result.citations, cited, question.question, passage_chars=passage_chars
         )
-        left = recheck.check.unsupported
+        # A pair the excerpts hold only apart counts as an unsupported specific (pairs).
+        left = recheck.check.unsupported + recheck.check.unpaired
     return AgentRecord(
         id=question.id,
         kind=question.kind,
@@ -316,7 +317,9 @@ async def _ask_one(deps: Deps, question: Question, *, allowed_s: float) -> Agent
         grades=grades,
         absent_names=result.grades[-1].grounding.absent if result.grades else (),
         support=None if result.support is None else result.support.verdict,
-        unsupported=() if result.support is None else result.support.unsupported,
+        unsupported=()
+        if result.support is None
+        else result.support.unsupported + result.support.unpaired,
         unsupported_left=left,
         meta_talk=tuple(text.meta_talk(result.answer, prompts.ANSWER_INSTRUCTIONS))
         if result.decision == "answered"

@@ -62,7 +62,7 @@ _FAMILY_OF = {
     for family, words in families.items()
     for word in words.split()
 }
-# A number standing on its own, as support._NUMBER reads one: not inside an
+# A number standing on its own, as specifics._NUMBER reads one: not inside an
 # identifier (sha256), an option (-n5), a marker ([1]) or a name (HEAD~1).
 _NUM = r"(?<![\w.~^@{\-\[])(?P<number>\d+(?:[.,]\d+)*)"
 _AFTER = re.compile(

@@ -157,6 +157,9 @@ class SupportCheck:
     declined: bool = False  # nothing supported was left
     # Sentences whose specifics only another shown passage holds: cited to it instead.
     recited: tuple[str, ...] = ()
+    # Specifics that name each other ("55P03 + lock_not_available") which the cited
+    # passages hold only apart, in different blocks: their sentences were removed.
+    unpaired: tuple[str, ...] = ()
 
     @property
     def verdict(self) -> Literal["supported", "trimmed", "declined"]:
