@@ -426,6 +426,7 @@ def settings_fingerprint(settings: Settings, *, chat: str, embedder: str, top_k:
             "max_attempts",
             "grade_threshold",
             "grade_by_names",
+            "yes_no_check",
             "pack_context",
             "pack_sentences",
             "pack_candidates",

@@ -146,6 +146,10 @@ class Settings(BaseSettings):
     # No grade call when the question names an exact thing (a --flag, a setting, a
     # version) and every name it relies on stands in the passages the answer reads.
     grade_by_names: bool = True
+    # A yes/no question's answer that opens with "Yes" or "No" is judged once more
+    # against its excerpts (candor.graph.yes_no): one more model call on those questions.
+    # Measured and not kept as a default: docs/quality.md, "Yes/no answers".
+    yes_no_check: bool = False
     passage_chars: int = Field(default=600, ge=100, description="passage text shown to the model")
     # How the dense and keyword rankings become one (candor.retrieval.fuse): "rrf"
     # (Reciprocal Rank Fusion, k = rrf_k) or "score" (min-max normalised scores,

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from candor import question_keys, retrieval
 from candor.deps import Deps
 from candor.errors import StateStoreError
-from candor.graph import grounding, limits, prompts, quotes, smalltalk, support
+from candor.graph import grounding, limits, prompts, quotes, smalltalk, support, yes_no
 from candor.graph.answer_text import AnswerCleaner, clean_answer
 from candor.graph.citations import MARKER, cite, with_attribution
 from candor.graph.schemas import Moderation, Rewrite, Triage
@@ -322,6 +322,11 @@ async def generate(state: GraphState, deps: Deps) -> Update:
     )
     if checked.check.declined:
         return decline | {"support": checked.check}
+    if settings.yes_no_check:
+        agreement = await yes_no.judge(deps.chat, text, subject(state), checked.answer)
+        if agreement is not None and agreement.disagrees:
+            logger.info("the excerpts do not agree with the answer's yes or no")
+            return decline | {"support": checked.check}
     return {
         "decision": "answered",
         "answer": checked.answer,

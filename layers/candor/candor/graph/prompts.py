@@ -45,6 +45,7 @@ from candor.types import Hit, Message
 # (with the topic a follow-up borrows), a message, a query, a passage's label.
 QUESTION_CHARS = 2_000
 LABEL_CHARS = 200
+OPENING_CHARS = 400  # an answer's opening sentence, as the yes/no check shows it
 # The most excerpts a prompt shows: the largest top_k the settings take (a hosted
 # model's budget shows more than the 6 of the local one).
 MAX_PASSAGES = 20
@@ -311,6 +312,12 @@ ANSWER_AGAIN_TASK = (
     "above, each ending with the number of its excerpt, like [1]. Do not copy the "
     "excerpts' labels."
 )
+# The yes/no check (candor.graph.yes_no): the answer's opening sentence against the
+# same excerpts and question, so the model reads only the task anew.
+YES_NO_TASK = (
+    "An answer to the question opens with the sentence between <answer> and </answer>. "
+    "Do the excerpts above agree with its yes or no? Answer yes or no."
+)
 # Every instruction an answer is written under, as one text: what an answer may paste
 # back (counted by candor.text.meta_talk in each report, and read from old reports).
 ANSWER_INSTRUCTIONS = " ".join((PASSAGES_SYSTEM, GRADE_TASK, ANSWER_TASK, ANSWER_AGAIN_TASK))
@@ -340,6 +347,16 @@ def answer(passages_text: str, question: str) -> list[Message]:
 
 def answer_again(passages_text: str, question: str) -> list[Message]:
     return _with_passages(passages_text, question, ANSWER_AGAIN_TASK)
+
+
+def yes_no(passages_text: str, question: str, opening: str) -> list[Message]:
+    """Whether the excerpts agree with an answer's opening "Yes ..." or "No ...": the
+    grade's and the answer's prefix (the excerpts and the question), which the local
+    model holds in its KV cache, then the opening as data and the task."""
+    # The opening is the model's, from the documents: no tag of it closes the fence.
+    text = re.sub(r"<(\s*/?\s*answer)", r"&lt;\1", data(opening, OPENING_CHARS), flags=re.I)
+    task = f"{_fenced('answer', text)}\n\n{YES_NO_TASK}"
+    return _with_passages(passages_text, question, task)
 
 
 def converse_system(site_name: str) -> str:
