@@ -23,7 +23,7 @@ from candor.curated.matching import MatchRule
 from candor.curated.records import CuratedAnswer, CuratedAnswers, CuratedState, new_id
 from candor.errors import StateStoreError
 from candor.ports import VectorIndex
-from tests.support import dynamodb_local
+from tests.contract.conftest import StateBacking
 from tests.support.concurrency import together
 
 pytestmark = pytest.mark.integration
@@ -31,33 +31,16 @@ pytestmark = pytest.mark.integration
 INDEX = "docs"
 
 
-@pytest.fixture(params=["sqlite", "dynamodb"])
-def opener(
-    request: pytest.FixtureRequest, tmp_path: Path
-) -> Iterator[Callable[[], CuratedAnswers]]:
-    """Opens stores on one shared backing, each as its own instance would."""
-    closers: list[Callable[[], None]] = []
-    if request.param == "sqlite":
-        path = tmp_path / "state.sqlite3"
+@pytest.fixture
+def opener(state_backing: StateBacking) -> Callable[[], CuratedAnswers]:
+    """Opens stores on one shared backing, each as its own process would."""
 
-        def open_sqlite() -> CuratedAnswers:
-            store = SqliteCuratedAnswers(path)
-            closers.append(store.close)
-            return store
+    def open_store() -> CuratedAnswers:
+        if state_backing.kind == "sqlite":
+            return state_backing.closing(SqliteCuratedAnswers(state_backing.path))
+        return DynamoDBCuratedAnswers(state_backing.table, client=state_backing.client())
 
-        yield open_sqlite
-    else:
-        endpoint: str = request.getfixturevalue("dynamodb_endpoint")
-        admin = dynamodb_local.client(endpoint)
-        table = dynamodb_local.create_state_table(admin)
-
-        def open_dynamodb() -> CuratedAnswers:
-            return DynamoDBCuratedAnswers(table, client=dynamodb_local.client(endpoint))
-
-        yield open_dynamodb
-        admin.delete_table(TableName=table)
-    for close in closers:
-        close()
+    return open_store
 
 
 @pytest.fixture

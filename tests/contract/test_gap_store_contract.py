@@ -7,15 +7,14 @@ on one version must see exactly one win, which only a real implementation shows.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
 from candor.backends.dynamodb_gaps import DynamoDBGaps
 from candor.backends.sqlite_gaps import SqliteGaps
 from candor.gaps.records import Gap, GapQuestion, GapStore, QuestionCheck
-from tests.support import dynamodb_local
+from tests.contract.conftest import StateBacking
 from tests.support.concurrency import together
 
 pytestmark = pytest.mark.integration
@@ -24,30 +23,16 @@ INDEX = "docs"
 NOW = 1_796_083_260.0
 
 
-@pytest.fixture(params=["sqlite", "dynamodb"])
-def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], GapStore]]:
-    closers: list[Callable[[], None]] = []
-    if request.param == "sqlite":
-        path = tmp_path / "state.sqlite3"
+@pytest.fixture
+def opener(state_backing: StateBacking) -> Callable[[], GapStore]:
+    """Opens stores on one shared backing, each as its own process would."""
 
-        def open_sqlite() -> GapStore:
-            store = SqliteGaps(path)
-            closers.append(store.close)
-            return store
+    def open_store() -> GapStore:
+        if state_backing.kind == "sqlite":
+            return state_backing.closing(SqliteGaps(state_backing.path))
+        return DynamoDBGaps(state_backing.table, client=state_backing.client())
 
-        yield open_sqlite
-    else:
-        endpoint: str = request.getfixturevalue("dynamodb_endpoint")
-        admin = dynamodb_local.client(endpoint)
-        table = dynamodb_local.create_state_table(admin)
-
-        def open_dynamodb() -> GapStore:
-            return DynamoDBGaps(table, client=dynamodb_local.client(endpoint))
-
-        yield open_dynamodb
-        admin.delete_table(TableName=table)
-    for close in closers:
-        close()
+    return open_store
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,9 +16,9 @@ import pytest
 from candor.backends.dynamodb_handoffs import DynamoDBHandoffStore
 from candor.backends.dynamodb_state import DynamoDBStateStore
 from candor.backends.sqlite_handoffs import SqliteHandoffStore
-from candor.backends.sqlite_state import SqliteStateStore
 from candor.handoffs.store import Handoff, HandoffStore, handoff_day
 from candor.ports import StoredTrace
+from tests.contract.conftest import StateBacking
 from tests.support import dynamodb_local
 from tests.support.concurrency import together
 
@@ -29,33 +29,16 @@ NOW = float((int(time.time()) // HOUR + 1) * HOUR + 100)
 WEEK_LATER = int(NOW) + 7 * 86_400
 
 
-@pytest.fixture(params=["sqlite", "dynamodb"])
-def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], HandoffStore]]:
-    """Opens stores on one shared backing, one per caller, as separate processes would."""
-    closers: list[Callable[[], None]] = []
-    if request.param == "sqlite":
-        path = tmp_path / "state.sqlite3"
-        # The state store shares the file: both schemas live side by side.
-        closers.append(SqliteStateStore(path).close)
+@pytest.fixture
+def opener(state_backing: StateBacking) -> Callable[[], HandoffStore]:
+    """Opens stores on one shared backing, each as its own process would."""
 
-        def open_sqlite() -> HandoffStore:
-            store = SqliteHandoffStore(path)
-            closers.append(store.close)
-            return store
+    def open_store() -> HandoffStore:
+        if state_backing.kind == "sqlite":
+            return state_backing.closing(SqliteHandoffStore(state_backing.path))
+        return DynamoDBHandoffStore(state_backing.table, client=state_backing.client())
 
-        yield open_sqlite
-    else:
-        endpoint: str = request.getfixturevalue("dynamodb_endpoint")
-        admin = dynamodb_local.client(endpoint)
-        table = dynamodb_local.create_state_table(admin)
-
-        def open_dynamodb() -> HandoffStore:
-            return DynamoDBHandoffStore(table, client=dynamodb_local.client(endpoint))
-
-        yield open_dynamodb
-        admin.delete_table(TableName=table)
-    for close in closers:
-        close()
+    return open_store
 
 
 @pytest.fixture

@@ -8,15 +8,14 @@ their own, as separate Lambda instances would, released together.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
 from candor.backends.dynamodb_sync import PART_BYTES, DynamoDBSyncStore
 from candor.backends.sqlite_sync import SqliteSyncStore
 from candor.sync.records import PageRecord, SiteRecord, SyncStore
-from tests.support import dynamodb_local
+from tests.contract.conftest import StateBacking
 from tests.support.concurrency import together
 
 pytestmark = pytest.mark.integration
@@ -26,29 +25,16 @@ OTHER = "https://other.example.com/docs/"
 INDEX = "docs"
 
 
-@pytest.fixture(params=["sqlite", "dynamodb"])
-def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], SyncStore]]:
-    closers: list[Callable[[], None]] = []
-    if request.param == "sqlite":
+@pytest.fixture
+def opener(state_backing: StateBacking) -> Callable[[], SyncStore]:
+    """Opens stores on one shared backing, each as its own process would."""
 
-        def open_sqlite() -> SyncStore:
-            store = SqliteSyncStore(tmp_path / "state.sqlite3")
-            closers.append(store.close)
-            return store
+    def open_store() -> SyncStore:
+        if state_backing.kind == "sqlite":
+            return state_backing.closing(SqliteSyncStore(state_backing.path))
+        return DynamoDBSyncStore(state_backing.table, client=state_backing.client())
 
-        yield open_sqlite
-    else:
-        endpoint: str = request.getfixturevalue("dynamodb_endpoint")
-        admin = dynamodb_local.client(endpoint)
-        table = dynamodb_local.create_state_table(admin)
-
-        def open_dynamodb() -> SyncStore:
-            return DynamoDBSyncStore(table, client=dynamodb_local.client(endpoint))
-
-        yield open_dynamodb
-        admin.delete_table(TableName=table)
-    for close in closers:
-        close()
+    return open_store
 
 
 @pytest.fixture

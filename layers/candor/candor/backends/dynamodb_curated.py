@@ -16,15 +16,15 @@ credentials.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from candor.backends.dynamodb_table import DynamoDBTable, failed
 from candor.curated.records import CuratedAnswer, CuratedState
 from candor.errors import StateStoreError
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, TransactWriteItemTypeDef
 
 STATE_SK = "state"
@@ -38,29 +38,7 @@ def _key(index_name: str, sk: str) -> dict[str, AttributeValueTypeDef]:
     return {"pk": {"S": _pk(index_name)}, "sk": {"S": sk}}
 
 
-def _failed(operation: str, error: ClientError | BotoCoreError) -> StateStoreError:
-    if isinstance(error, ClientError):
-        code = error.response.get("Error", {}).get("Code", "unknown")
-        return StateStoreError(f"DynamoDB {operation} failed: {code}")
-    return StateStoreError(f"DynamoDB {operation} failed: {type(error).__name__}: {error}")
-
-
-class DynamoDBCuratedAnswers:
-    def __init__(
-        self,
-        table_name: str,
-        *,
-        client: DynamoDBClient | None = None,
-        endpoint_url: str | None = None,
-        region: str | None = None,
-    ) -> None:
-        if client is None:
-            import boto3
-
-            client = boto3.client("dynamodb", endpoint_url=endpoint_url, region_name=region)
-        self._client = client
-        self._table = table_name
-
+class DynamoDBCuratedAnswers(DynamoDBTable):
     def put_curated(self, index_name: str, answer: CuratedAnswer) -> CuratedState:
         put: TransactWriteItemTypeDef = {
             "Put": {
@@ -82,25 +60,10 @@ class DynamoDBCuratedAnswers:
         return None if item is None else CuratedAnswer.from_json(str(item["body"]["S"]))
 
     def list_curated(self, index_name: str) -> list[CuratedAnswer]:
-        found: list[CuratedAnswer] = []
-        request: dict[str, Any] = {
-            "TableName": self._table,
-            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :answer)",
-            "ExpressionAttributeValues": {
-                ":pk": {"S": _pk(index_name)},
-                ":answer": {"S": "answer#"},
-            },
-            "ConsistentRead": True,
-        }
-        while True:
-            try:
-                page = self._client.query(**request)
-            except (ClientError, BotoCoreError) as error:
-                raise _failed("Query", error) from error
-            found += [CuratedAnswer.from_json(str(item["body"]["S"])) for item in page["Items"]]
-            if "LastEvaluatedKey" not in page:
-                break
-            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        found = [
+            CuratedAnswer.from_json(str(item["body"]["S"]))
+            for item in self._query(_pk(index_name), "answer#")
+        ]
         return sorted(found, key=lambda a: (a.created_at, a.id))
 
     def remove_curated(self, index_name: str, answer_id: str) -> CuratedState | None:
@@ -148,15 +111,7 @@ class DynamoDBCuratedAnswers:
             reasons = error.response.get("CancellationReasons", [])
             if reasons and reasons[0].get("Code") == "ConditionalCheckFailed":
                 return False
-            raise _failed("TransactWriteItems", error) from error
+            raise failed("TransactWriteItems", error) from error
         except BotoCoreError as error:
-            raise _failed("TransactWriteItems", error) from error
+            raise failed("TransactWriteItems", error) from error
         return True
-
-    def _get(self, key: dict[str, AttributeValueTypeDef]) -> dict[str, Any] | None:
-        try:
-            response = self._client.get_item(TableName=self._table, Key=key, ConsistentRead=True)
-        except (ClientError, BotoCoreError) as error:
-            raise _failed("GetItem", error) from error
-        item: dict[str, Any] | None = response.get("Item")
-        return item

@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from candor.backends.dynamodb_table import DynamoDBTable
 from candor.errors import StateStoreError
 from candor.handoffs.store import Handoff, HandoffState
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
 
 INDEX = "by_day"
@@ -60,23 +60,7 @@ def _handoff(item: dict[str, Any]) -> Handoff:
     )
 
 
-class DynamoDBHandoffStore:
-    def __init__(
-        self,
-        table_name: str,
-        *,
-        client: DynamoDBClient | None = None,
-        endpoint_url: str | None = None,
-        region: str | None = None,
-    ) -> None:
-        if client is None:
-            import boto3
-
-            client = boto3.client("dynamodb", endpoint_url=endpoint_url, region_name=region)
-        self._client = client
-        self._table = table_name
-        self._conflict = client.exceptions.ConditionalCheckFailedException
-
+class DynamoDBHandoffStore(DynamoDBTable):
     def _update(self, handoff_id: str, **request: Any) -> dict[str, Any] | None:
         """One UpdateItem; its new attributes, or None when its condition failed."""
         try:

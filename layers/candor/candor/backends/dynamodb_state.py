@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from candor.backends import rate_windows
+from candor.backends.dynamodb_table import DynamoDBTable, error_code, failed
 from candor.errors import StateStoreError
 from candor.ports import (
     SESSION_LIFETIME_SECONDS,
@@ -97,7 +98,7 @@ def _number(item: dict[str, Any], name: str) -> Decimal | None:
     return None if value is None else Decimal(value["N"])
 
 
-class DynamoDBStateStore:
+class DynamoDBStateStore(DynamoDBTable):
     def __init__(
         self,
         table_name: str,
@@ -107,14 +108,8 @@ class DynamoDBStateStore:
         region: str | None = None,
         session_ttl_seconds: int = SESSION_TTL_SECONDS,
     ) -> None:
-        if client is None:
-            import boto3
-
-            client = boto3.client("dynamodb", endpoint_url=endpoint_url, region_name=region)
-        self._client = client
-        self._table = table_name
+        super().__init__(table_name, client=client, endpoint_url=endpoint_url, region=region)
         self._session_ttl = session_ttl_seconds
-        self._conflict = client.exceptions.ConditionalCheckFailedException
 
     # Sessions and moderation.
 
@@ -215,7 +210,7 @@ class DynamoDBStateStore:
                 hits = _number(item, "hits")
                 current = int(hits) if hits is not None else self._hits(key, w.start)
             except (ClientError, BotoCoreError) as error:
-                raise _failed("UpdateItem", error) from error
+                raise failed("UpdateItem", error) from error
         else:
             current = self._hits(key, w.start)
         if current is None:
@@ -387,7 +382,7 @@ class DynamoDBStateStore:
                 try:
                     page = self._client.query(**request)
                 except ClientError as error:
-                    raise StateStoreError(f"DynamoDB Query failed: {_code(error)}") from error
+                    raise StateStoreError(f"DynamoDB Query failed: {error_code(error)}") from error
                 for item in page.get("Items", []):
                     trace = _trace(item)
                     if trace.expires_at > now:
@@ -409,7 +404,7 @@ class DynamoDBStateStore:
         try:
             response = self._client.get_item(TableName=self._table, Key=key, ConsistentRead=True)
         except (ClientError, BotoCoreError) as error:
-            raise _failed("GetItem", error) from error
+            raise failed("GetItem", error) from error
         item: dict[str, Any] | None = response.get("Item")
         if item is None or include_expired:
             return item
@@ -436,7 +431,7 @@ class DynamoDBStateStore:
                 ReturnValues="UPDATED_NEW",
             )
         except (ClientError, BotoCoreError) as error:
-            raise _failed("UpdateItem", error) from error
+            raise failed("UpdateItem", error) from error
         attributes: dict[str, Any] | None = response.get("Attributes")
         return attributes
 
@@ -462,7 +457,7 @@ class DynamoDBStateStore:
         except self._conflict:
             return False
         except (ClientError, BotoCoreError) as error:
-            raise _failed("UpdateItem", error) from error
+            raise failed("UpdateItem", error) from error
         return True
 
     # Ingest completion records (candor.ingest.records), one item per document:
@@ -509,15 +504,3 @@ def _trace(item: dict[str, Any]) -> StoredTrace:
         body=str(item["body"]["S"]),
         feedback=None if feedback is None else str(feedback["S"]),
     )
-
-
-def _failed(operation: str, error: ClientError | BotoCoreError) -> StateStoreError:
-    """A call DynamoDB refused (its error code) or that got no answer (connection,
-    timeout, credentials: the botocore error itself)."""
-    if isinstance(error, ClientError):
-        return StateStoreError(f"DynamoDB {operation} failed: {_code(error)}")
-    return StateStoreError(f"DynamoDB {operation} failed: {type(error).__name__}: {error}")
-
-
-def _code(error: ClientError) -> str:
-    return str(error.response.get("Error", {}).get("Code", "unknown"))

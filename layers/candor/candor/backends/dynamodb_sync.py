@@ -26,17 +26,17 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from candor.backends.dynamodb_table import DynamoDBTable, failed
 from candor.errors import StateStoreError
 from candor.sync.records import PageRecord, SiteRecord
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
 
 PREFIX = "sync#"
@@ -65,25 +65,7 @@ def _pages_pk(index_name: str, site: str) -> str:
     return f"{PREFIX}{index_name}#{_digest(site)}"
 
 
-class DynamoDBSyncStore:
-    def __init__(
-        self,
-        table_name: str,
-        *,
-        client: DynamoDBClient | None = None,
-        endpoint_url: str | None = None,
-        region: str | None = None,
-    ) -> None:
-        if client is None:
-            import boto3
-
-            client = boto3.client("dynamodb", endpoint_url=endpoint_url, region_name=region)
-        self._client = client
-        self._table = table_name
-        self._conflict = client.exceptions.ConditionalCheckFailedException
-
-    # Pages.
-
+class DynamoDBSyncStore(DynamoDBTable):
     def pages(self, index_name: str, site: str) -> list[PageRecord]:
         items = self._query(_pages_pk(index_name, site), "page#")
         return sorted(
@@ -161,7 +143,7 @@ class DynamoDBSyncStore:
         except self._conflict:
             return False
         except (ClientError, BotoCoreError) as error:
-            raise _failed("UpdateItem", error) from error
+            raise failed("UpdateItem", error) from error
         return True
 
     def release(self, index_name: str, site: str, holder: str) -> None:
@@ -177,7 +159,7 @@ class DynamoDBSyncStore:
         except self._conflict:
             return
         except (ClientError, BotoCoreError) as error:
-            raise _failed("UpdateItem", error) from error
+            raise failed("UpdateItem", error) from error
 
     def cursor(self, index_name: str, site: str) -> bytes | None:
         item = self._get(_site_key(index_name, site))
@@ -236,7 +218,7 @@ class DynamoDBSyncStore:
                 self._drop_parts(pk, cursor_id)
             return False
         except (ClientError, BotoCoreError) as error:
-            raise _failed("UpdateItem", error) from error
+            raise failed("UpdateItem", error) from error
         old = response.get("Attributes", {})
         if "cursor_id" in old:
             self._drop_parts(pk, old["cursor_id"]["S"])
@@ -249,33 +231,6 @@ class DynamoDBSyncStore:
 
     # The calls everything above is made of.
 
-    def _get(self, key: dict[str, AttributeValueTypeDef]) -> dict[str, Any] | None:
-        response = self._call(
-            "GetItem", self._client.get_item, TableName=self._table, Key=key, ConsistentRead=True
-        )
-        item: dict[str, Any] | None = response.get("Item")
-        return item
-
-    def _query(self, pk: str, sk_prefix: str) -> Iterator[dict[str, Any]]:
-        request: dict[str, Any] = {
-            "TableName": self._table,
-            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
-            "ExpressionAttributeValues": {":pk": {"S": pk}, ":prefix": {"S": sk_prefix}},
-            "ConsistentRead": True,
-        }
-        while True:
-            page = self._call("Query", self._client.query, **request)
-            yield from page.get("Items", [])
-            if "LastEvaluatedKey" not in page:
-                return
-            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-
-    def _call(self, operation: str, method: Any, **kwargs: Any) -> Any:
-        try:
-            return method(**kwargs)
-        except (ClientError, BotoCoreError) as error:
-            raise _failed(operation, error) from error
-
 
 def _site(item: dict[str, Any]) -> SiteRecord:
     last = item.get("last_sync")
@@ -285,10 +240,3 @@ def _site(item: dict[str, Any]) -> SiteRecord:
         last_sync=float(last["N"]) if last is not None else None,
         summary=json.loads(item.get("summary", {"S": "{}"})["S"]),
     )
-
-
-def _failed(operation: str, error: ClientError | BotoCoreError) -> StateStoreError:
-    if isinstance(error, ClientError):
-        code = error.response.get("Error", {}).get("Code", "unknown")
-        return StateStoreError(f"DynamoDB {operation} failed: {code}")
-    return StateStoreError(f"DynamoDB {operation} failed: {type(error).__name__}: {error}")

@@ -8,11 +8,9 @@ in one transaction, so a reader sees the answer and the generation move together
 from __future__ import annotations
 
 import sqlite3
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
+from candor.backends.sqlite_file import SqliteFile
 from candor.curated.records import CuratedAnswer, CuratedState
 from candor.errors import StateStoreError
 
@@ -38,40 +36,9 @@ RETURNING generation, count
 """
 
 
-class SqliteCuratedAnswers:
+class SqliteCuratedAnswers(SqliteFile):
     def __init__(self, path: Path, *, timeout: float = 30.0) -> None:
-        self.path = path
-        self._lock = threading.Lock()
-        with self._locked():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            # Autocommit, with explicit transactions where two statements go together.
-            self._db = sqlite3.connect(
-                path, timeout=timeout, isolation_level=None, check_same_thread=False
-            )
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.executescript(SCHEMA)
-
-    def close(self) -> None:
-        self._db.close()
-
-    @contextmanager
-    def _locked(self) -> Iterator[None]:
-        with self._lock:
-            try:
-                yield
-            except sqlite3.Error as e:
-                raise StateStoreError(f"SQLite curated answers {self.path}: {e}") from e
-
-    @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        with self._locked():
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+        super().__init__(path, schema=SCHEMA, what="curated answers", timeout=timeout)
 
     def put_curated(self, index_name: str, answer: CuratedAnswer) -> CuratedState:
         with self._transaction() as db:

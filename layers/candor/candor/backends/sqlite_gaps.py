@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import sqlite3
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
-from candor.errors import StateStoreError
+from candor.backends.sqlite_file import SqliteFile
 from candor.gaps.records import Gap
 
 SCHEMA = """
@@ -23,28 +19,9 @@ CREATE TABLE IF NOT EXISTS gaps (
 """
 
 
-class SqliteGaps:
+class SqliteGaps(SqliteFile):
     def __init__(self, path: Path, *, timeout: float = 30.0) -> None:
-        self.path = path
-        self._lock = threading.Lock()
-        with self._locked():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(
-                path, timeout=timeout, isolation_level=None, check_same_thread=False
-            )
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.executescript(SCHEMA)
-
-    def close(self) -> None:
-        self._db.close()
-
-    @contextmanager
-    def _locked(self) -> Iterator[None]:
-        with self._lock:
-            try:
-                yield
-            except sqlite3.Error as e:
-                raise StateStoreError(f"SQLite gaps {self.path}: {e}") from e
+        super().__init__(path, schema=SCHEMA, what="gaps", timeout=timeout)
 
     def list_gaps(self, index_name: str) -> list[Gap]:
         with self._locked():

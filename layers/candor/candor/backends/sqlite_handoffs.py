@@ -7,14 +7,10 @@ and `candor handoffs retry`) cannot both claim a hand-off.
 from __future__ import annotations
 
 import json
-import sqlite3
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from candor.errors import StateStoreError
+from candor.backends.sqlite_file import SqliteFile
 from candor.handoffs.store import Handoff, HandoffState
 
 SCHEMA = """
@@ -45,28 +41,9 @@ def _handoff(row: tuple[Any, ...]) -> Handoff:
     return Handoff(*values)
 
 
-class SqliteHandoffStore:
+class SqliteHandoffStore(SqliteFile):
     def __init__(self, path: Path, *, timeout: float = 30.0) -> None:
-        self.path = path
-        self._lock = threading.Lock()
-        with self._locked():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(
-                path, timeout=timeout, isolation_level=None, check_same_thread=False
-            )
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.executescript(SCHEMA)
-
-    def close(self) -> None:
-        self._db.close()
-
-    @contextmanager
-    def _locked(self) -> Iterator[None]:
-        with self._lock:
-            try:
-                yield
-            except sqlite3.Error as e:
-                raise StateStoreError(f"SQLite hand-off store {self.path}: {e}") from e
+        super().__init__(path, schema=SCHEMA, what="hand-off store", timeout=timeout)
 
     def put_handoff(self, handoff: Handoff) -> bool:
         with self._locked():

@@ -9,18 +9,14 @@ a float ledger would drift from the cap it is compared with.
 from __future__ import annotations
 
 import json
-import sqlite3
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from pathlib import Path
 from typing import Any
 
 from candor.backends import rate_windows
-from candor.errors import StateStoreError
+from candor.backends.sqlite_file import SqliteFile
 from candor.ports import (
     CacheKey,
     RateDecision,
@@ -92,38 +88,20 @@ def from_nanos(nanos: int) -> Decimal:
     return (Decimal(nanos) * NANO).normalize()
 
 
-class SqliteStateStore:
+class SqliteStateStore(SqliteFile):
     def __init__(self, path: Path, *, timeout: float = 30.0) -> None:
         """`timeout`: seconds a write waits for another process's lock before it fails."""
-        self.path = path
-        self._lock = threading.Lock()
         self._writes = 0
+        super().__init__(
+            path,
+            schema=SCHEMA + INGEST_RECORDS_SCHEMA + VERDICTS_SCHEMA,
+            what="state store",
+            timeout=timeout,
+        )
         with self._locked():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            # isolation_level=None: autocommit; every statement below is atomic by itself.
-            self._db = sqlite3.connect(
-                path, timeout=timeout, isolation_level=None, check_same_thread=False
-            )
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.executescript(SCHEMA)
-            self._db.executescript(INGEST_RECORDS_SCHEMA)
-            self._db.executescript(VERDICTS_SCHEMA)
             # Files written before session_history kept the turns in sessions.history,
             # with no expiry: forget them (the column stays, always '[]').
             self._db.execute("UPDATE sessions SET history = '[]' WHERE history != '[]'")
-
-    def close(self) -> None:
-        self._db.close()
-
-    @contextmanager
-    def _locked(self) -> Iterator[None]:
-        """Hold the connection; a lock that stays held, a full disk or a broken file
-        becomes a StateStoreError (the API's 503), with SQLite's reason as its cause."""
-        with self._lock:
-            try:
-                yield
-            except sqlite3.Error as e:
-                raise StateStoreError(f"SQLite state store {self.path}: {e}") from e
 
     # Sessions and moderation.
 

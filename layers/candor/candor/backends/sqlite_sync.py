@@ -10,13 +10,10 @@ on the lease being free, so two processes cannot both hold it.
 from __future__ import annotations
 
 import json
-import sqlite3
-import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 
-from candor.errors import StateStoreError
+from candor.backends.sqlite_file import SqliteFile
 from candor.sync.records import PageRecord, SiteRecord
 
 SCHEMA = """
@@ -41,28 +38,9 @@ CREATE TABLE IF NOT EXISTS sync_sites (
 """
 
 
-class SqliteSyncStore:
+class SqliteSyncStore(SqliteFile):
     def __init__(self, path: Path, *, timeout: float = 30.0) -> None:
-        self.path = path
-        self._lock = threading.Lock()
-        with self._locked():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(
-                path, timeout=timeout, isolation_level=None, check_same_thread=False
-            )
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.executescript(SCHEMA)
-
-    def close(self) -> None:
-        self._db.close()
-
-    @contextmanager
-    def _locked(self) -> Iterator[None]:
-        with self._lock:
-            try:
-                yield
-            except sqlite3.Error as e:
-                raise StateStoreError(f"SQLite sync records {self.path}: {e}") from e
+        super().__init__(path, schema=SCHEMA, what="sync records", timeout=timeout)
 
     def pages(self, index_name: str, site: str) -> list[PageRecord]:
         with self._locked():
@@ -74,21 +52,15 @@ class SqliteSyncStore:
 
     def put_pages(self, index_name: str, site: str, records: Sequence[PageRecord]) -> None:
         rows = [(index_name, site, r.url, json.dumps(r.to_json())) for r in records]
-        with self._locked():
-            # One transaction: a batch of records is written whole or not at all.
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                self._db.executemany(
-                    """
-                    INSERT INTO sync_pages (index_name, site, url, body) VALUES (?, ?, ?, ?)
-                    ON CONFLICT (index_name, site, url) DO UPDATE SET body = excluded.body
-                    """,
-                    rows,
-                )
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+        # One transaction: a batch of records is written whole or not at all.
+        with self._transaction() as db:
+            db.executemany(
+                """
+                INSERT INTO sync_pages (index_name, site, url, body) VALUES (?, ?, ?, ?)
+                ON CONFLICT (index_name, site, url) DO UPDATE SET body = excluded.body
+                """,
+                rows,
+            )
 
     def delete_pages(self, index_name: str, site: str, urls: Sequence[str]) -> None:
         with self._locked():
