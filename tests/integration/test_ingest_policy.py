@@ -183,7 +183,7 @@ def test_ingest_function_may_not_write_any_item_of_the_table(
 
     # Then each call it makes is allowed, so the scoped grant breaks nothing
     assert {action for action, _ in made} == {"dynamodb:GetItem", "dynamodb:UpdateItem"}
-    assert {key.split("#", 1)[0] for _, key in made if key} == {"corpus", "ingest"}
+    assert {key.split("#", 1)[0] for _, key in made if key} == {"corpus", "ingest", "catalogue"}
     refused = [(a, key) for a, key in made if not allowed(statements, a, key)]
     assert refused == []
 

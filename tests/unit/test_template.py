@@ -645,15 +645,34 @@ def test_ingest_function_may_only_read_the_documents_bucket() -> None:
 
 
 def test_ingest_function_may_read_and_write_only_its_own_state_items() -> None:
-    # Its completion records and the corpus version, by their partition keys;
-    # tests/integration/test_ingest_policy.py checks these are the keys it touches.
+    # Its completion records, the corpus version and the document catalogue, by their
+    # partition keys; tests/integration/test_ingest_policy.py checks these are the
+    # keys it touches.
     dynamodb = [s for s in policy_statements("IngestFunction") if "dynamodb:" in str(s["Action"])]
     assert [(s["Effect"], s["Action"], s["Resource"], s["Condition"]) for s in dynamodb] == [
         (
             "Allow",
             ["dynamodb:GetItem", "dynamodb:UpdateItem"],
             {"Fn::GetAtt": ["StateTable", "Arn"]},
-            {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["corpus#*", "ingest#*"]}},
+            {
+                "ForAllValues:StringLike": {
+                    "dynamodb:LeadingKeys": ["corpus#*", "ingest#*", "catalogue#*"]
+                }
+            },
+        )
+    ]
+
+
+def test_ask_function_may_query_only_the_catalogue() -> None:
+    # The catalogue node reads an index's catalogue with one Query (paged) of its
+    # partition (backends/dynamodb_catalogue.py); no other item may be queried.
+    queries = [s for s in policy_statements("AskFunction") if "dynamodb:Query" in str(s["Action"])]
+    assert [(s["Effect"], s["Action"], s["Resource"], s["Condition"]) for s in queries] == [
+        (
+            "Allow",
+            "dynamodb:Query",
+            {"Fn::GetAtt": ["StateTable", "Arn"]},
+            {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["catalogue#*"]}},
         )
     ]
 

@@ -11,6 +11,7 @@ from candor.ports import ChatModel, Embedder, Reranker, StateStore, VectorIndex
 from candor.settings import Settings
 
 if TYPE_CHECKING:
+    from candor.catalogue.reader import Catalogue
     from candor.curated.library import Curation
 
 T = TypeVar("T")
@@ -26,6 +27,9 @@ class Deps:
     state: StateStore
     # The owner's curated answers (candor.curated); None: none are looked up.
     curated: Curation | None = None
+    # The document catalogue (candor.catalogue); None: questions about the documents
+    # themselves go to retrieval like any other.
+    catalogue: Catalogue | None = None
 
 
 def built_once(build: Callable[[], T]) -> Callable[[], T]:

@@ -10,11 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 from candor.deps import Deps
 from candor.errors import ConfigurationError
-from candor.ports import ChatModel, Embedder, Reranker, StateStore, VectorIndex
+from candor.ports import CatalogueStore, ChatModel, Embedder, Reranker, StateStore, VectorIndex
 from candor.secrets import api_key
 from candor.settings import Settings
 
 if TYPE_CHECKING:
+    from candor.catalogue.keeping import DocumentCatalogue
+    from candor.catalogue.reader import Catalogue
     from candor.curated.library import Curation
     from candor.curated.records import CuratedAnswers
     from candor.gaps.records import GapStore
@@ -235,6 +237,41 @@ def build_reranker(settings: Settings) -> Reranker | None:
             raise ConfigurationError(f"reranker backend {other!r} is not available yet")
 
 
+def build_catalogue_store(settings: Settings) -> CatalogueStore:
+    """Where the document catalogue lives: beside the state store's records."""
+    match settings.state_backend:
+        case "sqlite":
+            from candor.backends.sqlite_catalogue import SqliteCatalogueStore
+
+            return SqliteCatalogueStore(settings.state_path)
+        case "dynamodb":
+            from candor.backends.dynamodb_catalogue import DynamoDBCatalogueStore
+
+            if not settings.state_table:
+                raise ConfigurationError("CANDOR_STATE_TABLE must name the DynamoDB table")
+            return DynamoDBCatalogueStore(
+                settings.state_table,
+                endpoint_url=settings.dynamodb_endpoint_url,
+                region=settings.aws_region,
+            )
+        case other:
+            raise ConfigurationError(f"state backend {other!r} is not available yet")
+
+
+def document_catalogue(settings: Settings) -> DocumentCatalogue:
+    """The catalogue records ingest keeps for the configured index."""
+    from candor.catalogue.keeping import DocumentCatalogue
+
+    return DocumentCatalogue(build_catalogue_store(settings), settings.index_name)
+
+
+def build_catalogue(settings: Settings) -> Catalogue:
+    """The document catalogue the graph reads (candor.catalogue.reader)."""
+    from candor.catalogue.reader import Catalogue
+
+    return Catalogue(build_catalogue_store(settings), settings.index_name)
+
+
 def build_deps(settings: Settings) -> Deps:
     embedder = build_embedder(settings)
     return Deps(
@@ -245,6 +282,7 @@ def build_deps(settings: Settings) -> Deps:
         reranker=build_reranker(settings),
         state=build_state(settings),
         curated=build_curation(settings, embedder),
+        catalogue=build_catalogue(settings),
     )
 
 
@@ -268,6 +306,7 @@ def build_s3_ingestion(settings: Settings) -> S3Ingestion:
             max_chunks=settings.ingest_max_chunks,
         ),
         records=CompletionRecords(build_state(settings), settings.index_name),
+        catalogue=document_catalogue(settings),
     )
 
 

@@ -416,3 +416,31 @@ class StoredTrace:
     @property
     def day(self) -> str:
         return trace_day(self.created_at)
+
+
+@runtime_checkable
+class CatalogueStore(Protocol):
+    """The document catalogue (candor.catalogue): one record per (index, document source).
+
+    A record is opaque bytes (candor.catalogue.records.encode, at most 300 KB) with a
+    short stamp beside it that says which version of the document it describes, so
+    that an ingest can tell a current record from a stale one without reading it.
+    It lives where the completion records live: the SQLite state file locally, the
+    DynamoDB table on AWS. Reads see every earlier write.
+    """
+
+    def catalogue_stamp(self, index_name: str, source: str) -> str | None:
+        """The stamp of the document's record, or None when it has none."""
+        ...
+
+    def put_catalogue(self, index_name: str, source: str, stamp: str, body: bytes) -> None:
+        """Write (or replace) the document's record."""
+        ...
+
+    def delete_catalogue(self, index_name: str, source: str) -> None:
+        """Remove the document's record; nothing happens when it has none."""
+        ...
+
+    def catalogue(self, index_name: str) -> list[bytes]:
+        """Every record of the index, in no particular order."""
+        ...

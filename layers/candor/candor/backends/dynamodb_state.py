@@ -14,6 +14,9 @@ attribute `expires_at` (infra/template.yaml, StateTable). Items:
     trace#<trace id>        trace            session_id, created_at, body, feedback,
                                              day_shard, expires_at
 
+The document catalogue (catalogue#<index name> items) shares the table; its own
+module keeps it (candor.backends.dynamodb_catalogue).
+
 Traces are read by day through the global secondary index `by_day` (partition
 key `day_shard`, "<YYYY-MM-DD>#<n>"; sort key `created_at`), which only trace
 items enter. A day is spread over TRACE_SHARDS partitions by the trace id, so

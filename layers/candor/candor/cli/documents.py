@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from candor.factory import build_embedder, build_index, build_state
+    from candor.factory import build_embedder, build_index, build_state, document_catalogue
     from candor.ingest.files import iter_paths
     from candor.ingest.pipeline import ingest
     from candor.ingest.records import CompletionRecords
@@ -50,6 +50,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             # index bumps it (once), which retires them all; then each changed
             # document's completion record is written (candor.ingest.records).
             records=CompletionRecords(state, settings.index_name),
+            # What each document is (its headings, lists and tables), for questions
+            # about the documents themselves (candor.catalogue).
+            catalogue=document_catalogue(settings),
         )
     finally:
         progress.close()

@@ -17,11 +17,18 @@ class Section:
     `level` is 1-6 for headings (h1 or `#`), one below the enclosing heading for
     the entries of an HTML definition list, and 0 for text before any heading.
     `heading` is "" for untitled text.
+
+    Two things the document catalogue reads (candor.catalogue), which chunking does
+    not: `entry` is true for a section that is the term of a definition list (an
+    option, a setting) rather than a heading, and `rows` holds the first cell of
+    each body row of the tables in the section's own text, in order.
     """
 
     heading: str
     text: str
     level: int
+    entry: bool = False
+    rows: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

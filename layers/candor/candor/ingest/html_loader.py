@@ -45,6 +45,8 @@ _HIDING_STYLE = re.compile(
     re.IGNORECASE,
 )
 _SECTION_HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4}
+# The fewest body rows that make a table's first column a list of entries.
+MIN_TABLE_ROWS = 2
 _BLOCK_TAGS = frozenset(
     {"address", "article", "blockquote", "body", "caption", "center", "details", "dialog"}
     | {"div", "dd", "dt", "fieldset", "figcaption", "figure", "hr", "html", "li", "main"}
@@ -152,6 +154,8 @@ class _HtmlReader:
         self.sections: list[Section] = []
         self._heading = ""
         self._level = 0
+        self._entry = False  # the open section is a definition list's term
+        self._rows: list[str] = []  # first cells of the open section's table rows
         self._heading_level = 0  # of the last h1-h4: definition entries go one below
         self._blocks: list[str] = []
         self._lines: list[str] = []  # finished lines of the current block (<br>)
@@ -190,14 +194,15 @@ class _HtmlReader:
             self._blocks.append(block)
         self._glue = False
 
-    def _start_section(self, heading: str, level: int) -> None:
+    def _start_section(self, heading: str, level: int, *, entry: bool = False) -> None:
         self._end_block()
         text = "\n\n".join(self._blocks)
         # A heading without text still goes in: its subsections need it for their path.
         if text or self._heading:
-            self.sections.append(Section(self._heading, text, self._level))
-        self._heading, self._level = heading, level
-        self._blocks, self._prefix, self._glue = [], "", False
+            rows = tuple(self._rows)
+            self.sections.append(Section(self._heading, text, self._level, self._entry, rows))
+        self._heading, self._level, self._entry = heading, level, entry
+        self._blocks, self._prefix, self._glue, self._rows = [], "", False, []
 
     # -- the walk ----------------------------------------------------------------
 
@@ -292,15 +297,23 @@ class _HtmlReader:
             for row in tag.find_all("tr")
             if row.find_parent("table") is tag and not _not_content(row)
         ]
+        firsts: list[str] = []
         for number, row in enumerate(rows):
-            cells = (
-                self._line_text(cell)
+            tags = [
+                cell
                 for cell in row.find_all(["td", "th"], recursive=False)
                 if not _not_content(cell)
-            )
+            ]
+            cells = [self._line_text(cell) for cell in tags]
             self._glue = number > 0
             self._emit(" | ".join(cell for cell in cells if cell))
+            # A row of header cells names the columns, not an entry.
+            if cells and cells[0] and any(cell.name == "td" for cell in tags):
+                firsts.append(cells[0])
         self._glue = False
+        # One row is a layout box (an admonition's "Note" beside its text), not a list.
+        if len(firsts) >= MIN_TABLE_ROWS:
+            self._rows.extend(firsts)
 
     def _definition_list(self, tag: Tag) -> None:
         """Top-level entries become sections: "OPTIONS > --force-with-lease" then names
@@ -318,7 +331,7 @@ class _HtmlReader:
             return
         level = self._heading_level + 1
         for term, descriptions in entries:
-            self._start_section(term, level)
+            self._start_section(term, level, entry=bool(term))
             self._descriptions(descriptions)
         # Text after the list belongs to the enclosing heading, not to the last term.
         self._start_section("", level)

@@ -35,6 +35,12 @@ What it guarantees, whatever the order or repetition of its inputs:
   by its prefix and the ones past the new count are deleted, after the new
   chunks are in (a crash in between leaves extra chunks, never a missing document).
 - A deleted document leaves nothing: every id under its prefix is deleted.
+- With a catalogue (candor.catalogue.keeping), each document's catalogue record is
+  brought up to the version the index holds, after its chunks are written and
+  before its completion record; an unchanged document whose record is missing or
+  stale gets one with no embedding, and the run then bumps the corpus version as a
+  changed document would, so that no reader keeps the old catalogue. A deleted
+  document's record goes with its chunks.
 - One bad document is recorded with its reason and the others go on. Failures are
   classed by where they happen. Reading and chunking the bytes is a pure function
   of them, so whatever fails there (unsupported, undecodable, oversized, a PDF with
@@ -62,6 +68,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from candor.errors import IngestError, ModelError
 from candor.ingest.chunking import doc_prefix
@@ -72,12 +79,16 @@ from candor.ingest.reading import (
     Chunking,
     embedding_text,
     fingerprint,
-    read_chunks,
+    read,
 )
 from candor.ingest.records import CompletionRecords
 from candor.ports import Embedder, MetadataUpdater, VectorIndex
 from candor.types import URL_KEY, Chunk
 from candor.urls import public_url, source_url
+
+if TYPE_CHECKING:
+    # Only named here: the catalogue reads what ingestion loads (an import circle).
+    from candor.catalogue.keeping import DocumentCatalogue
 
 logger = logging.getLogger(__name__)
 
@@ -97,6 +108,7 @@ def ingest_document(
     media_type: str | None = None,
     url: str | None = None,
     rewrite: bool = False,
+    catalogue: DocumentCatalogue | None = None,
 ) -> Outcome:
     """Bring one document's chunks in the index up to `data`; a failure is an Outcome too.
 
@@ -105,16 +117,20 @@ def ingest_document(
     PENDING: the caller completes it with `complete` once the run is over.
     `rewrite` embeds and writes every chunk even if the index seems to hold this
     version already: after a race with another writer of the document, whose chunks
-    may sit under a chunk 0 that says otherwise (candor.ingest.s3).
+    may sit under a chunk 0 that says otherwise (candor.ingest.s3). With `catalogue`,
+    its catalogue record is brought up to the same version.
     """
     url = public_url(url, source=source)
     try:
-        return _ingest_one(
-            source, data, embedder, index, records, chunking, media_type, url, rewrite
+        outcome = _ingest_one(
+            source, data, embedder, index, records, chunking, media_type, url, rewrite, catalogue
         )
+        if catalogue is not None and outcome.status in ("changed", "unchanged"):
+            outcome = _catalogued(outcome, data, catalogue, records, chunking, media_type, url)
+        return outcome
     except IngestError as e:
         logger.warning("not ingested: %s", e)
-        return refuse_document(source, str(e), index=index, records=records)
+        return refuse_document(source, str(e), index=index, records=records, catalogue=catalogue)
     except Exception as e:
         # Past reading the document, every step is a backend's (the embedder, the
         # index, the state store), and an outage there may pass: retryable, with
@@ -129,13 +145,17 @@ def delete_document(
     index: VectorIndex,
     records: CompletionRecords | None = None,
     written: int = 0,
+    catalogue: DocumentCatalogue | None = None,
 ) -> Outcome:
     """Remove every chunk of `source` (found by its id prefix: serverless Pinecone
-    cannot delete by metadata). With `records`, its record stays PENDING until the
-    caller's `complete`, so a delete whose bump failed is redone, not taken as done.
+    cannot delete by metadata), and its catalogue record. With `records`, its record
+    stays PENDING until the caller's `complete`, so a delete whose bump failed is
+    redone, not taken as done.
     `written`: the chunks this process has just written for it, deleted whether or
     not the listing shows them yet (Pinecone's listing can lag its writes)."""
     try:
+        if catalogue is not None:
+            catalogue.remove(source)
         record = records.record(source) if records is not None else None
         prefix = doc_prefix(source)
         listed = set(index.list_ids(prefix)) | {f"{prefix}{i}" for i in range(written)}
@@ -154,12 +174,20 @@ def delete_document(
 
 
 def refuse_document(
-    source: str, reason: str, *, index: VectorIndex, records: CompletionRecords | None = None
+    source: str,
+    reason: str,
+    *,
+    index: VectorIndex,
+    records: CompletionRecords | None = None,
+    catalogue: DocumentCatalogue | None = None,
 ) -> Outcome:
     """A version of `source` that cannot be indexed (its own fault): its failure, and
-    the previous version's chunks deleted (see the module's docstring for why).
-    With `records`, the record stays PENDING until the caller's `complete`."""
+    the previous version's chunks and catalogue record deleted (see the module's
+    docstring for why). With `records`, the record stays PENDING until the caller's
+    `complete`."""
     try:
+        if catalogue is not None:
+            catalogue.remove(source)
         ids = list(index.list_ids(doc_prefix(source)))
         if not ids:
             return Outcome(source, "failed", reason=reason)
@@ -229,6 +257,7 @@ def ingest(
     max_pdf_pages: int | None = DEFAULT_MAX_PDF_PAGES,
     max_chunks: int | None = DEFAULT_MAX_CHUNKS,
     source_base_url: str | None = None,
+    catalogue: DocumentCatalogue | None = None,
 ) -> IngestReport:
     """Ingest each (source, bytes); a failing document is recorded, not fatal.
 
@@ -239,6 +268,7 @@ def ingest(
     documents is the one whose total a caller knows before it starts).
     `records` keep the completion records and the corpus version that cached
     answers are keyed on; a run that changed the index bumps it once, at the end.
+    `catalogue` keeps each document's catalogue record (candor.catalogue).
     """
     chunking = Chunking(
         max_chars=max_chars,
@@ -260,6 +290,7 @@ def ingest(
                 records=records,
                 chunking=chunking,
                 url=source_url(source_base_url, source) if source_base_url else None,
+                catalogue=catalogue,
             )
         )
         if progress is not None:
@@ -285,6 +316,7 @@ def _ingest_one(
     media_type: str | None,
     url: str | None,
     rewrite: bool = False,
+    catalogue: DocumentCatalogue | None = None,
 ) -> Outcome:
     if chunking.max_bytes is not None and len(data) > chunking.max_bytes:
         raise IngestError(
@@ -305,7 +337,7 @@ def _ingest_one(
         if isinstance(index, MetadataUpdater):
             return _keep(source, index, records, version, existing, ids, relink=(first.id, url))
 
-    chunks = read_chunks(source, data, chunking, media_type)
+    document, chunks = read(source, data, chunking, media_type)
     marks: dict[str, str | int] = {HASH_KEY: version, CHUNKS_KEY: len(chunks)}
     if url is not None:
         marks[URL_KEY] = url
@@ -328,6 +360,8 @@ def _ingest_one(
     keep = {chunk.id for chunk in chunks}
     stale = [cid for cid in existing if cid not in keep]
     deleted = index.delete(stale) if stale else 0
+    if catalogue is not None:
+        catalogue.write(document, chunks, size=len(data), fingerprint=version, url=url)
     return Outcome(
         source,
         "changed",
@@ -338,6 +372,29 @@ def _ingest_one(
         fingerprint=version,
         unrecorded=records is not None,
     )
+
+
+def _catalogued(
+    outcome: Outcome,
+    data: bytes,
+    catalogue: DocumentCatalogue,
+    records: CompletionRecords | None,
+    chunking: Chunking,
+    media_type: str | None,
+    url: str | None,
+) -> Outcome:
+    """The outcome once the document's catalogue record describes what the index holds.
+
+    A document whose chunks were written has its record already (_ingest_one); one
+    the index held needs its bytes read again, a parse and no embedding. A record
+    written for an unchanged document leaves it to be completed, so that the run
+    bumps the corpus version and readers drop the catalogue they hold.
+    """
+    if catalogue.current(outcome.source, outcome.fingerprint, url):
+        return outcome
+    document, chunks = read(outcome.source, data, chunking, media_type)
+    catalogue.write(document, chunks, size=len(data), fingerprint=outcome.fingerprint, url=url)
+    return dataclasses.replace(outcome, unrecorded=records is not None)
 
 
 def _keep(
@@ -354,7 +411,7 @@ def _keep(
     with `relink` (chunk 0's id, the new address) give every chunk the new address."""
     stale = [cid for cid in existing if cid not in ids]
     if not stale and relink is None:
-        return Outcome(source, "unchanged", chunks=len(ids))
+        return Outcome(source, "unchanged", chunks=len(ids), fingerprint=version)
     if records is not None:
         records.begin(source)
     deleted = index.delete(stale) if stale else 0

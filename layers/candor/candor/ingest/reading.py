@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from candor.errors import IngestError
 from candor.ingest.chunking import chunk_document
+from candor.ingest.document import Document
 from candor.ingest.loaders import load_document
 from candor.ports import Embedder
 from candor.types import Chunk
@@ -107,6 +108,13 @@ def read_chunks(
 ) -> list[Chunk]:
     """The document's chunks. A pure function of the bytes: whatever fails here is
     the document's fault (an IngestError), since the same bytes fail the same way."""
+    return read(source, data, chunking, media_type)[1]
+
+
+def read(
+    source: str, data: bytes, chunking: Chunking, media_type: str | None
+) -> tuple[Document, list[Chunk]]:
+    """The document as its loader made it (what the catalogue reads), and its chunks."""
     try:
         document = load_document(
             data, source, media_type=media_type, max_pdf_pages=chunking.max_pdf_pages
@@ -135,7 +143,7 @@ def read_chunks(
                 f"{source}: passage {chunk.id} takes {size} bytes, over the {MAX_CHUNK_BYTES} "
                 "an index can store per passage"
             )
-    return chunks
+    return document, chunks
 
 
 def _stored_bytes(chunk: Chunk) -> int:

@@ -49,6 +49,8 @@ from candor.ports import Embedder, VectorIndex
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
+    from candor.catalogue.keeping import DocumentCatalogue
+
 logger = logging.getLogger(__name__)
 
 _MISSING_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
@@ -175,13 +177,15 @@ class SyncResult:
 @dataclass
 class S3Ingestion:
     """What the ingest function needs: the ports, a reader, how to chunk, and where
-    the completion records and the corpus version are kept (None: nowhere)."""
+    the completion records and the corpus version are kept (None: nowhere), and the
+    document catalogue (candor.catalogue; None: none kept)."""
 
     embedder: Embedder
     index: VectorIndex
     reader: S3Reader
     chunking: Chunking = field(default_factory=Chunking)
     records: CompletionRecords | None = None
+    catalogue: DocumentCatalogue | None = None
 
     def apply(self, changes: Sequence[ObjectChange]) -> SyncResult:
         """Reconcile each key named by `changes` (once per key, in event order)."""
@@ -208,11 +212,21 @@ class S3Ingestion:
                 logger.exception("cannot read s3://%s/%s", change.bucket, key)
                 return Outcome(key, "failed", reason=describe(e), retryable=True)
             if document is None:
-                return delete_document(key, index=self.index, records=self.records, written=written)
+                return delete_document(
+                    key,
+                    index=self.index,
+                    records=self.records,
+                    written=written,
+                    catalogue=self.catalogue,
+                )
             if document.refusal is not None:
                 logger.warning("not ingested: %s", document.refusal)
                 outcome = refuse_document(
-                    key, document.refusal, index=self.index, records=self.records
+                    key,
+                    document.refusal,
+                    index=self.index,
+                    records=self.records,
+                    catalogue=self.catalogue,
                 )
             else:
                 outcome = ingest_document(
@@ -225,6 +239,7 @@ class S3Ingestion:
                     media_type=document.media_type,
                     url=document.url,
                     rewrite=attempt > 0,
+                    catalogue=self.catalogue,
                 )
             # Only a run that changed the index (writes, or a removal) can have raced
             # another into leaving what the bucket no longer holds.
