@@ -36,7 +36,16 @@ import numpy as np
 import numpy.typing as npt
 
 from candor.screening import features, policy
-from candor.screening.classifier import KINDS, MODEL_PATH, Classifier, Floats, sigmoid, softmax
+from candor.screening.classifier import (
+    DOCUMENT_KINDS,
+    KINDS,
+    MODEL_PATH,
+    Classifier,
+    Floats,
+    sigmoid,
+    softmax,
+    sure_of,
+)
 from candor.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -283,20 +292,28 @@ def report(model: Classifier, examples: Sequence[Example], title: str) -> list[s
         for b, n, m, a in reliability(abuse_confidence, abuse_right)
     ]
     offensive = np.array([features.offensive(e.text) for e in examples])
+    # As moderate acts: sure of one of the DOCUMENT_KINDS when sure it is either (route
+    # tells them apart), so mistaking one for the other there is no error.
+    screened = np.array(
+        [sure_of(row, int(best)) for row, best in zip(kinds, predicted, strict=True)]
+    )
+    family = [KINDS.index(kind) for kind in DOCUMENT_KINDS]
+    right_enough = right | (np.isin(predicted, family) & np.isin(labels.kinds, family))
     lines.append(
         "  screened without the model (kind confidence >= level, abusive <= clear, "
-        "no insult or threat):"
+        f"no insult or threat; {' and '.join(DOCUMENT_KINDS)} counted as one):"
     )
     for level in LEVELS:
-        sure = (confidence >= level) & (abusive <= policy.ABUSE_CLEAR) & ~offensive
+        sure = (screened >= level) & (abusive <= policy.ABUSE_CLEAR) & ~offensive
         lines.append(
             f"    {level:.2f}: {int(sure.sum())}/{len(examples)} ({sure.mean():.0%}), "
-            f"wrong kind {int((sure & ~right).sum())}, abusive cleared {int((sure & truth).sum())}"
+            f"wrong kind {int((sure & ~right_enough).sum())}, "
+            f"abusive cleared {int((sure & truth).sum())}"
         )
         if level == DEFAULT_CONFIDENCE:
             lines += [
                 f"      wrong: {examples[i].text!r} {examples[i].kind} -> {KINDS[predicted[i]]}"
-                for i in np.where(sure & ~right)[0]
+                for i in np.where(sure & ~right_enough)[0]
             ]
     cleared = (abusive <= policy.ABUSE_CLEAR) & ~offensive
     lines.append(

@@ -28,7 +28,7 @@ pytestmark = pytest.mark.unit
 # Messages the shipped classifier is unsure of, or flags: each test checks its
 # premise first, so that a retrained model that decides otherwise says so.
 UNSURE_CONTACT = "who can help me with my account?"
-UNSURE_GREETING = "hello there, nice to e-meet you"
+UNSURE_GREETING = "greetings from sunny lisbon"
 UNSURE_FOLLOW_UP = "and for tags?"
 UNSURE_QUESTION = "what about the pricing?"
 FLAGGED_UNSURE_KIND = "hey you idiot, what is a rebase"

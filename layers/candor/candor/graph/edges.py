@@ -6,7 +6,9 @@ from typing import Literal
 
 from candor.graph.state import GraphState
 
-Node = Literal["moderate", "route", "curated", "retrieve", "grade", "rewrite", "generate", "END"]
+Node = Literal[
+    "moderate", "route", "curated", "catalogue", "retrieve", "grade", "rewrite", "generate", "END"
+]
 
 
 def after_moderate(state: GraphState) -> Node:
@@ -22,13 +24,35 @@ def after_route(state: GraphState) -> Node:
         case None:
             # A follow-up is read with the history: no curated question asks it.
             look = state.curated_look or state.curated_found is not None
-            return "curated" if look and state.intent == "question" else "retrieve"
+            if look and state.intent in ("question", "catalogue"):
+                return "curated"
+            return searching(state)
         case other:
             raise ValueError(f"route left an unexpected decision: {other!r}")
 
 
 def after_curated(state: GraphState) -> Node:
-    return "END" if state.curated_id is not None else "retrieve"
+    return "END" if state.curated_id is not None else searching(state)
+
+
+def searching(state: GraphState) -> Node:
+    """Where a question goes that nothing answered yet: the catalogue for a question
+    about the documents themselves, else retrieval."""
+    return "catalogue" if state.intent == "catalogue" else "retrieve"
+
+
+def after_catalogue(state: GraphState) -> Node:
+    """Answered from the catalogue: done. A greeting it could not answer: small talk.
+    Anything else it could not answer: retrieval, as any question."""
+    match state.decision:
+        case "answered":
+            return "END"
+        case "smalltalk":
+            return "generate"
+        case None:
+            return "retrieve"
+        case other:
+            raise ValueError(f"catalogue left an unexpected decision: {other!r}")
 
 
 def after_retrieve(state: GraphState) -> Node:

@@ -60,6 +60,7 @@ NODE_CALLS: dict[str, tuple[Slot, ...]] = {
     "moderate": (("triage", "moderation"), ("triage", "moderation")),
     "route": (),
     "curated": (),  # embeds the question and a few words: EMBEDDINGS
+    "catalogue": (),  # reads the catalogue and writes from a template: no model call
     "retrieve": (),  # embeds the query and the sentences it packs: EMBEDDINGS
     "grade": (("grade",),),
     "rewrite": (("rewrite",),),
@@ -95,6 +96,7 @@ def visits(max_attempts: int) -> dict[str, int]:
         "moderate": 1,
         "route": 1,
         "curated": 1,
+        "catalogue": 1,
         "retrieve": max_attempts,
         "grade": max_attempts,
         "rewrite": max_attempts - 1,

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from candor import question_keys, retrieval
+from candor.catalogue import asks as catalogue_asks
 from candor.deps import Deps
 from candor.errors import StateStoreError
 from candor.graph import grounding, limits, prompts, quotes, smalltalk, support, yes_no
@@ -145,11 +146,20 @@ def effective_intent(intent: Intent | None, message: str) -> Intent:
 
 
 async def route(state: GraphState, deps: Deps) -> Update:
-    """Pick the path. A follow-up borrows the topic of the last answered question."""
+    """Pick the path. A follow-up borrows the topic of the last answered question.
+
+    A question about the documents themselves goes to the catalogue node: one the
+    screen calls `catalogue`, one whose words the catalogue's rules read plainly
+    ("which options does git push accept?", candor.catalogue.asks.routable), and a
+    greeting that asks what candor can help with.
+    """
     settings = deps.settings
     intent = effective_intent(state.intent, state.question)
     match intent:
         case "greeting":
+            if deps.catalogue is not None and _asks_what_it_covers(state.question):
+                # "What can you help me with?": the documents' real topics, not small talk.
+                return {"intent": "catalogue", "query": state.question}
             return {"intent": intent, "decision": "smalltalk"}
         case "contact":
             return {
@@ -163,11 +173,26 @@ async def route(state: GraphState, deps: Deps) -> Update:
                 "decision": "code_refused",
                 "answer": prompts.code_refusal(settings.site_name, settings.contact),
             }
+        case "question" | "catalogue" if deps.catalogue is not None and (
+            intent == "catalogue" or _asks_the_catalogue(state.question)
+        ):
+            return {"intent": "catalogue", "query": state.question}
         case "follow_up":
             topic = next((t.question for t in reversed(state.history) if t.question), "")
             return {"intent": intent, "query": f"{topic} {state.question}".strip()}
         case _:
             return {"intent": intent, "query": state.question}
+
+
+def _asks_what_it_covers(message: str) -> bool:
+    ask = catalogue_asks.parse(message)
+    return ask is not None and ask.greeting
+
+
+def _asks_the_catalogue(message: str) -> bool:
+    """A question the catalogue's rules read plainly, whatever the screen said of it."""
+    ask = catalogue_asks.parse(message)
+    return ask is not None and catalogue_asks.routable(ask)
 
 
 async def retrieve(state: GraphState, deps: Deps) -> Update:

@@ -209,6 +209,9 @@ TRIAGE_SYSTEM = (
     "- code_request: asks to write, fix or debug their code, script or stack trace\n"
     "- follow_up: only asks to continue or expand the previous answer "
     '("tell me more", "why?", "an example?") without naming a topic\n'
+    "- catalogue: asks about the documents themselves: what they cover, which pages "
+    "there are or changed, or for a whole list a page holds (every setting, all the "
+    "options of a command)\n"
     "- question: any other request for information\n" + _data_rule("message")
 )
 

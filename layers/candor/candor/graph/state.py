@@ -11,7 +11,7 @@ from candor.ports import Turn
 from candor.types import NOT_REPORTED, Hit
 
 Decision = Literal["answered", "declined", "smalltalk", "code_refused", "warned", "ended"]
-Intent = Literal["greeting", "contact", "code_request", "question", "follow_up"]
+Intent = Literal["greeting", "contact", "code_request", "question", "follow_up", "catalogue"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -97,7 +97,21 @@ class Classifier:
         kinds = softmax(logits[: len(KINDS)], self.kind_temperature)
         best = int(kinds.argmax())
         abusive = float(sigmoid(logits[len(KINDS)], self.abuse_temperature))
-        return Screen(KINDS[best], float(kinds[best]), abusive, features.offensive(message))
+        return Screen(KINDS[best], sure_of(kinds, best), abusive, features.offensive(message))
+
+
+# The kinds that both go to the documents: route tells them apart by rules (a
+# question the catalogue can answer, candor.catalogue.asks, goes to it whichever of
+# the two the screen says), so the screen need only be sure that it is one of them.
+DOCUMENT_KINDS: tuple[Intent, ...] = ("question", "catalogue")
+
+
+def sure_of(kinds: Floats, best: int) -> float:
+    """How sure the screen is of its kind: the probability of the kind, or for one of
+    the DOCUMENT_KINDS, of either of them."""
+    if KINDS[best] not in DOCUMENT_KINDS:
+        return float(kinds[best])
+    return float(sum(kinds[KINDS.index(kind)] for kind in DOCUMENT_KINDS))
 
 
 @lru_cache(maxsize=1)

@@ -10,7 +10,7 @@ keeps none). What is kept, and what is not:
   triage call: a flagged message is judged afresh every time, and a warning
   always comes from the focused moderation call, never from a stored verdict;
 - only a kind that the message decides alone (greeting, contact, code request,
-  question): not a follow-up, whose meaning ("and for tags?") is the
+  question, catalogue): not a follow-up, whose meaning ("and for tags?") is the
   conversation it continues, which the next visitor sending it does not share.
 
 The key holds the chat model's name and the triage prompt, so a verdict is never
@@ -28,7 +28,9 @@ from candor.graph import limits, prompts
 from candor.graph.state import Intent
 from candor.guards import normalise
 
-CACHED_KINDS: frozenset[Intent] = frozenset({"greeting", "contact", "code_request", "question"})
+CACHED_KINDS: frozenset[Intent] = frozenset(
+    {"greeting", "contact", "code_request", "question", "catalogue"}
+)
 
 
 def digest(message: str, *, chat_model: str, secret: bytes | None = None) -> str:
