@@ -224,12 +224,13 @@ eval-budgets: install corpus validation-corpus suite-corpora
 
 eval-dev: install corpus
 	$(BIN)/candor eval --corpus $(CORPUS) --questions $(EVAL_SETS)/git-doc-questions.jsonl \
-		--out eval-out/dev
+		$(EVAL_SETS)/git-doc-catalogue.jsonl --out eval-out/dev
 	CANDOR_DATA_DIR=eval-out/dev $(BIN)/candor insights --days 2 > eval-out/dev/insights.md
 
 eval-validation: install validation-corpus
 	$(BIN)/candor eval --corpus $(VALIDATION_CORPUS) \
-		--questions $(EVAL_SETS)/sqlite-doc-questions.jsonl --out eval-out/validation
+		--questions $(EVAL_SETS)/sqlite-doc-questions.jsonl \
+		$(EVAL_SETS)/sqlite-doc-catalogue.jsonl --out eval-out/validation
 	CANDOR_DATA_DIR=eval-out/validation $(BIN)/candor insights --days 2 \
 		> eval-out/validation/insights.md
 

@@ -47,7 +47,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.generate is not None and not 1 <= args.generate <= MAX_GENERATED:
         print(f"candor: --generate takes 1 to {MAX_GENERATED} questions", file=sys.stderr)
         return EXIT_USAGE
-    for path, what in ((args.corpus, "corpus folder"), (args.questions, "question file")):
+    named = [(args.corpus, "corpus folder"), *((q, "question file") for q in args.questions or ())]
+    for path, what in named:
         if path is not None and not path.exists():
             print(f"candor: no such {what}: {path}", file=sys.stderr)
             return EXIT_USAGE
@@ -61,7 +62,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         from candor.evaluation.generate import write_generated
 
         try:
-            args.questions, about = write_generated(
+            generated, about = write_generated(
                 settings, args.corpus, args.out, args.generate, seed=args.seed
             )
         except EvalError as error:
@@ -70,12 +71,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(
             f"generated {about['kept']} of {about['requested']} questions in "
             f"{about['attempts']} calls (rejected: {about['rejected'] or 'none'}); "
-            f"wrote {args.questions}",
+            f"wrote {generated}",
             file=sys.stderr,
         )
+        args.questions = [generated]
     options = EvalOptions(
         corpus=args.corpus,
-        questions=args.questions,
+        questions=args.questions[0],
+        more_questions=tuple(args.questions[1:]),
         out=args.out,
         limit=args.limit,
         kinds=kinds,
@@ -160,7 +163,13 @@ def register(commands: Commands) -> None:
     )
     evaluate.add_argument("--corpus", type=Path, required=True, metavar="DIR")
     asked = evaluate.add_mutually_exclusive_group(required=True)
-    asked.add_argument("--questions", type=Path, metavar="FILE")
+    asked.add_argument(
+        "--questions",
+        type=Path,
+        nargs="+",
+        metavar="FILE",
+        help="question files (JSONL), asked in one run (ids unique across them)",
+    )
     asked.add_argument(
         "--generate",
         type=int,

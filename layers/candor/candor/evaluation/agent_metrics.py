@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from candor.evaluation.grading import GradeOutcome, confusion, grade_rates
-from candor.evaluation.questions import ANSWERABLE_KINDS
+from candor.evaluation.questions import ANSWERABLE_KINDS, CATALOGUE_KINDS
 from candor.evaluation.retrieval_metrics import document_of, has_all_keywords, percentile
 
 # The decisions that show the right path was taken; a question of any other kind
@@ -82,6 +82,15 @@ class AgentRecord:
     # Seconds from the start to the first `token` event of the stream, as the widget
     # reads POST /ask/stream; None when no token came. `seconds` ends at `done`.
     first_token_s: float | None = None
+    # A question about the documents themselves (candor.evaluation.catalogue_metrics):
+    # the entries a complete answer holds, those the answer holds, the names it shows
+    # as code that no document holds; whether the run reached the catalogue node, and
+    # was answered there.
+    entries: tuple[str, ...] = ()
+    present: tuple[str, ...] = ()
+    invented: tuple[str, ...] = ()
+    reached_catalogue: bool = False
+    catalogue_answered: bool = False
     error: str | None = None
 
     @property
@@ -89,7 +98,13 @@ class AgentRecord:
         return self.error is not None
 
     def routed_right(self) -> bool:
+        if self.kind in CATALOGUE_KINDS:
+            return self.reached_catalogue
         return self.decision in EXPECTED_DECISIONS.get(self.kind, RETRIEVAL_DECISIONS)
+
+    def completeness(self) -> float:
+        """The share of the entries a complete answer holds that this one holds."""
+        return len(self.present) / len(self.entries) if self.entries else 0.0
 
     @property
     def judged_by_keywords(self) -> bool:
@@ -131,6 +146,17 @@ class AgentRecord:
             "screened_by": self.screened_by,
             "screened_without_model": self.screened_without_model,
             "first_token_s": None if self.first_token_s is None else round(self.first_token_s, 3),
+            **(
+                {
+                    "completeness": round(self.completeness(), 4),
+                    "entries_missing": [e for e in self.entries if e not in self.present],
+                    "invented": list(self.invented),
+                    "reached_catalogue": self.reached_catalogue,
+                    "catalogue_answered": self.catalogue_answered,
+                }
+                if self.kind in CATALOGUE_KINDS
+                else {}
+            ),
             "answer": self.answer,
         }
 

@@ -22,15 +22,15 @@ from collections.abc import AsyncIterator, Sequence
 
 from candor import retrieval, text
 from candor.backends.sqlite_index import SqliteVectorIndex
-from candor.evaluation import plain
+from candor.evaluation import catalogue_metrics, plain
 from candor.evaluation.agent_metrics import AgentRecord
-from candor.evaluation.questions import ANSWERABLE_KINDS, Question
+from candor.evaluation.questions import ANSWERABLE_KINDS, CATALOGUE_KINDS, Question
 from candor.graph import prompts, support
 from candor.graph.citations import MARKER, citation
 from candor.ports import ChatModel, Embedder, TextPiece, read_text
 from candor.types import Hit, Message
 
-KINDS = frozenset({*ANSWERABLE_KINDS, "unanswerable"})
+KINDS = frozenset({*ANSWERABLE_KINDS, *CATALOGUE_KINDS, "unanswerable"})
 MAX_PASSAGES = 10
 
 SYSTEM = (
@@ -91,6 +91,7 @@ async def answer_one(
     candidates: int,
     passage_chars: int,
     max_tokens: int,
+    corpus: str = "",
 ) -> AgentRecord:
     """One question through the plain reference: retrieve, one call, counted.
 
@@ -160,4 +161,7 @@ async def answer_one(
         unsupported_left=left,
         meta_talk=tuple(text.meta_talk(answer, SYSTEM)) if not declined else (),
         first_token_s=first_token[0] if first_token else None,
+        entries=question.entries,
+        present=catalogue_metrics.entries_present(answer, question.entries) if not declined else (),
+        invented=catalogue_metrics.invented(answer, corpus) if corpus and not declined else (),
     )

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from candor import text
-from candor.evaluation.questions import ANSWERABLE_KINDS
+from candor.evaluation.questions import ANSWERABLE_KINDS, CATALOGUE_KINDS
 from candor.graph import prompts
 
 Row = Mapping[str, Any]
@@ -101,6 +101,19 @@ AGENT_FIGURES: tuple[tuple[Figure, Callable[[Row], bool | float | None]], ...] =
     ),
 )
 
+# The questions about the documents themselves have figures of their own: the ones
+# above are on the other kinds, comparable with runs before the catalogue.
+CATALOGUE_FIGURES: tuple[tuple[Figure, Callable[[Row], bool | float | None]], ...] = (
+    (
+        Figure("catalogue and list questions: completeness", True),
+        lambda r: r.get("completeness") if _done(r) else None,
+    ),
+    (
+        Figure("catalogue and list questions: seconds", False),
+        lambda r: r["seconds"] if _done(r) else None,
+    ),
+)
+
 RECALL_1 = Figure("Recall@1", True)
 RECALL_5 = Figure("Recall@5", True)
 MRR = Figure("MRR", True)
@@ -111,13 +124,17 @@ RETRIEVAL_FIGURES = (RECALL_1, RECALL_5, MRR, ANSWER_CONTEXT)
 def agent_values(rows: Sequence[Row]) -> dict[Figure, Values]:
     """Per figure, each question's value, from `agent_questions` (or a reference's rows)."""
     values: dict[Figure, Values] = {}
-    for figure, value_of in AGENT_FIGURES:
-        found: Values = {}
-        for row in rows:
-            value = value_of(row)
-            if value is not None:
-                found[row["id"]] = value
-        values[figure] = found
+    for figures, kinds in ((AGENT_FIGURES, False), (CATALOGUE_FIGURES, True)):
+        for figure, value_of in figures:
+            found: Values = {}
+            for row in rows:
+                if (row.get("kind") in CATALOGUE_KINDS) != kinds:
+                    continue
+                value = value_of(row)
+                if value is not None:
+                    found[row["id"]] = value
+            if found or not kinds:  # a run with no catalogue questions shows no such row
+                values[figure] = found
     return values
 
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Collection
+from collections import Counter
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,13 @@ from candor.evaluation.retrieval_metrics import document_of
 
 # What each kind of question expects of the agent.
 ANSWERABLE_KINDS = frozenset({"factual", "multi_hop", "vague"})
-KINDS = frozenset({*ANSWERABLE_KINDS, "unanswerable", "greeting", "code_request", "abusive"})
+# Questions about the documents themselves (candor.catalogue): what they cover
+# ("catalogue") and the whole of a list a page holds ("list"). Each names the
+# `entries` a complete answer holds; their figures are kept apart from the others'.
+CATALOGUE_KINDS = frozenset({"catalogue", "list"})
+KINDS = frozenset(
+    {*ANSWERABLE_KINDS, *CATALOGUE_KINDS, "unanswerable", "greeting", "code_request", "abusive"}
+)
 
 
 class QuestionFileError(ValueError):
@@ -26,6 +33,7 @@ class Question:
     kind: str
     expected_sources: tuple[str, ...] = ()
     answer_keywords: tuple[str, ...] = ()
+    entries: tuple[str, ...] = ()
 
     @property
     def answerable(self) -> bool:
@@ -48,7 +56,7 @@ def _check(row: Any, sources: Collection[str] | None) -> list[str]:
     for name in ("id", "question", "kind"):
         if not isinstance(row.get(name), str) or not row[name].strip():
             problems.append(f"{name!r} must be a non-empty string")
-    for name in ("expected_sources", "answer_keywords"):
+    for name in ("expected_sources", "answer_keywords", "entries"):
         if name in row and not _strings(row[name]):
             problems.append(f"{name!r} must be a list of non-empty strings")
     if problems:
@@ -63,6 +71,8 @@ def _check(row: Any, sources: Collection[str] | None) -> list[str]:
     # answer it are not known until they do.
     if kind in ANSWERABLE_KINDS and not expected and "gap" not in row:
         problems.append(f"a {kind} question needs 'expected_sources'")
+    if kind in CATALOGUE_KINDS and not row.get("entries"):
+        problems.append(f"a {kind} question needs 'entries'")
     if kind == "multi_hop" and len(expected) < 2:
         problems.append("a multi_hop question needs at least two 'expected_sources'")
     if sources is not None:
@@ -108,6 +118,7 @@ def load_questions(path: Path, *, sources: Collection[str] | None = None) -> lis
                 kind=row["kind"],
                 expected_sources=tuple(row.get("expected_sources", ())),
                 answer_keywords=tuple(row.get("answer_keywords", ())),
+                entries=tuple(row.get("entries", ())),
             )
         )
     if problems:
@@ -116,6 +127,20 @@ def load_questions(path: Path, *, sources: Collection[str] | None = None) -> lis
         raise QuestionFileError("the question file is not valid:\n  " + "\n  ".join(shown) + more)
     if not questions:
         raise QuestionFileError(f"{path}: the question file holds no questions")
+    return questions
+
+
+def load_question_files(
+    paths: Sequence[Path], *, sources: Collection[str] | None = None
+) -> list[Question]:
+    """The questions of every file, in order; an id may appear in only one of them."""
+    questions: list[Question] = []
+    for path in paths:
+        questions += load_questions(path, sources=sources)
+    counts = Counter(q.id for q in questions)
+    twice = sorted(qid for qid, n in counts.items() if n > 1)
+    if twice:
+        raise QuestionFileError(f"ids in more than one question file: {', '.join(twice)}")
     return questions
 
 

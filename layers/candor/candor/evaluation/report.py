@@ -175,6 +175,7 @@ def to_markdown(report: Mapping[str, Any]) -> str:
             lines += ["", "### Failures", ""]
             lines += [f"- {r['id']} ({r['kind']}): {r['reason']}" for r in reasons]
         lines += reference_lines(agent, report.get("plain_rag"))
+        lines += catalogue_lines(agent, report.get("plain_rag"))
     lines += paired_lines(report)
     return "\n".join(lines) + "\n"
 
@@ -288,6 +289,62 @@ def reference_lines(agent: Mapping[str, Any], reference: Mapping[str, Any] | Non
             "(a sentence after its first 60 characters, or at its end if shorter; a short "
             "line at its line break); plain_rag's as the model streams it.",
         ]
+    return lines
+
+
+CATALOGUE_ROWS = (
+    ("routed_to_catalogue", "routed to the catalogue"),
+    ("answered_from_catalogue", "answered from the catalogue"),
+    ("answered", "answered (not declined)"),
+    ("completeness", "completeness: share of the required entries the answer holds"),
+    ("list_completeness", "completeness of the list questions"),
+    ("complete", "answers holding every required entry"),
+    ("answers_with_an_invented_entry", "answers naming as code what no document holds"),
+    ("citation_validity", "citation validity"),
+    ("citing_an_expected_page", "answers citing an expected page"),
+    ("model_calls_per_question", "model calls per question"),
+    ("seconds_p50", "seconds per question, p50"),
+    ("seconds_p90", "seconds per question, p90"),
+)
+
+
+def catalogue_lines(agent: Mapping[str, Any], reference: Mapping[str, Any] | None) -> list[str]:
+    """The questions about the documents themselves (kinds catalogue and list), with
+    plain_rag beside them (candor.evaluation.catalogue_metrics)."""
+    mine = agent.get("catalogue")
+    if mine is None:
+        return []
+    theirs = (reference or {}).get("catalogue") or {}
+    lines = [
+        "",
+        "### Questions about the documents (catalogue and list)",
+        "",
+        f"Questions: {mine['n']}, each with the entries a complete answer holds; their "
+        "figures are apart from the ones above. Completeness: the share of the entries "
+        "the answer holds (case and spaces aside; a declined question holds none). "
+        "plain_rag's routing is not applicable: it has one path.",
+        "",
+        "| figure | graph | n | plain_rag | n |",
+        "|---|---|---|---|---|",
+    ]
+    samples_mine = mine.get("samples", {})
+    samples_theirs = theirs.get("samples", {})
+    for key, label in CATALOGUE_ROWS:
+        sample = key.removesuffix("_p50").removesuffix("_p90")
+        own = f"| {label} | {fmt(mine.get(key))} | {fmt(samples_mine.get(sample, mine['n']))} |"
+        if key in ("routed_to_catalogue", "answered_from_catalogue") or not theirs:
+            lines.append(f"{own} – | – |")
+            continue
+        lines.append(
+            f"{own} {fmt(theirs.get(key))} | {fmt(samples_theirs.get(sample, theirs.get('n')))} |"
+        )
+    stray = agent.get("other_kinds_answered_from_catalogue") or []
+    lines += [
+        "",
+        "Questions of the other kinds answered from the catalogue: "
+        + (", ".join(stray) if stray else "none")
+        + ".",
+    ]
     return lines
 
 

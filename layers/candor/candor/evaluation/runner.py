@@ -19,6 +19,7 @@ from candor.deps import Deps
 from candor.evaluation import (
     agent_metrics,
     budgets,
+    catalogue_metrics,
     gate_metrics,
     grading,
     plain,
@@ -29,7 +30,12 @@ from candor.evaluation import (
 from candor.evaluation.agent_metrics import AgentRecord
 from candor.evaluation.corpus import index_name, read_corpus
 from candor.evaluation.instruments import CountingChatModel, RecordingIndex
-from candor.evaluation.questions import Question, load_questions, stratified
+from candor.evaluation.questions import (
+    CATALOGUE_KINDS,
+    Question,
+    load_question_files,
+    stratified,
+)
 from candor.graph import prompts, support
 from candor.ingest.outcomes import IngestReport
 from candor.ingest.pipeline import ingest
@@ -70,6 +76,8 @@ class EvalOptions:
     corpus: Path
     questions: Path
     out: Path
+    # More question files asked in the same run (the catalogue sets beside the others).
+    more_questions: tuple[Path, ...] = ()
     limit: int | None = None
     kinds: tuple[str, ...] = ()  # only questions of these kinds; all when empty
     retrieval_only: bool = False
@@ -90,8 +98,14 @@ def prepare_settings(settings: Settings, name: str) -> Settings:
 def build_index(
     settings: Settings, embedder: Embedder, documents: Sequence[tuple[str, bytes]], *, bar: bool
 ) -> tuple[VectorIndex, IngestReport]:
-    """Ingest into the index named by the corpus hash: unchanged documents cost nothing."""
+    """Ingest into the index named by the corpus hash: unchanged documents cost nothing.
+
+    The documents' catalogue is kept as `candor ingest` keeps it, in the state file of
+    the data folder under the index's name (an index built before it gets it from the
+    documents' bytes, with no embedding).
+    """
     from candor.factory import build_index as factory_index
+    from candor.factory import document_catalogue
 
     index = factory_index(settings, embedder)
     ticker = show_progress(len(documents), "index", "doc", enabled=bar)
@@ -106,6 +120,7 @@ def build_index(
             max_bytes=settings.ingest_max_bytes,
             max_pdf_pages=settings.ingest_max_pdf_pages,
             max_chunks=settings.ingest_max_chunks,
+            catalogue=document_catalogue(settings),
         )
     finally:
         ticker.close()
@@ -245,7 +260,9 @@ def evaluate_retrieval(
     return summaries, ranks, contexts
 
 
-async def _ask_one(deps: Deps, question: Question, *, allowed_s: float) -> AgentRecord:
+async def _ask_one(
+    deps: Deps, question: Question, *, allowed_s: float, corpus: str = ""
+) -> AgentRecord:
     """One question through the graph, streamed as the widget reads it (see
     candor.evaluation.streaming): the same run and answer as `candor.service.ask`."""
     chat = deps.chat
@@ -327,6 +344,17 @@ async def _ask_one(deps: Deps, question: Question, *, allowed_s: float) -> Agent
         screened_by=screening.by if screening is not None else None,
         screened_without_model=screening.without_model if screening is not None else None,
         first_token_s=streamed.first_token_s,
+        entries=question.entries,
+        present=catalogue_metrics.entries_present(result.answer, question.entries)
+        if result.decision == "answered"
+        else (),
+        invented=catalogue_metrics.invented(result.answer, corpus)
+        if corpus and result.decision == "answered"
+        else (),
+        reached_catalogue=any(step.node == "catalogue" for step in result.trace),
+        catalogue_answered=result.decision == "answered"
+        and bool(result.trace)
+        and result.trace[-1].node == "catalogue",
     )
 
 
@@ -376,13 +404,13 @@ def context_section(
 
 
 def evaluate_agent(
-    questions: Sequence[Question], deps: Deps, *, bar: bool, timeout: float
+    questions: Sequence[Question], deps: Deps, *, bar: bool, timeout: float, corpus: str = ""
 ) -> list[AgentRecord]:
     records: list[AgentRecord] = []
     ticker = show_progress(len(questions), "agent", "question", enabled=bar)
     try:
         for question in questions:
-            records.append(asyncio.run(_ask_one(deps, question, allowed_s=timeout)))
+            records.append(asyncio.run(_ask_one(deps, question, allowed_s=timeout, corpus=corpus)))
             ticker.update(1)
     finally:
         ticker.close()
@@ -405,7 +433,9 @@ def run_eval(settings: Settings, options: EvalOptions) -> dict[str, Any]:
     documents = read_corpus(options.corpus)
     if not documents:
         raise EvalError(f"{options.corpus}: no supported documents (.md, .txt, .html, .pdf)")
-    questions = load_questions(options.questions, sources={source for source, _ in documents})
+    questions = load_question_files(
+        [options.questions, *options.more_questions], sources={source for source, _ in documents}
+    )
     if options.kinds:
         questions = [q for q in questions if q.kind in options.kinds]
     questions = stratified(questions, options.limit)
@@ -416,8 +446,10 @@ def run_eval(settings: Settings, options: EvalOptions) -> dict[str, Any]:
     index, ingested = build_index(settings, embedder, documents, bar=options.progress)
     reranker = build_reranker(settings)
     plain_index = build_plain_index(settings, embedder, documents, bar=options.progress)
+    # The catalogue questions are no retrieval questions: figures apart (catalogue_metrics).
+    searched = [q for q in questions if q.kind not in CATALOGUE_KINDS]
     retrieval_report, ranks, contexts = evaluate_retrieval(
-        questions,
+        searched,
         measured_strategies(options.strategies, reranker),
         embedder=embedder,
         index=index,
@@ -431,6 +463,7 @@ def run_eval(settings: Settings, options: EvalOptions) -> dict[str, Any]:
             "date": datetime.now(UTC).isoformat(timespec="seconds"),
             "corpus": str(options.corpus),
             "questions_file": str(options.questions),
+            "more_question_files": [str(path) for path in options.more_questions],
             "questions": len(questions),
             "limit": options.limit,
             "kinds": list(options.kinds),
@@ -469,7 +502,7 @@ def run_eval(settings: Settings, options: EvalOptions) -> dict[str, Any]:
     )
     # The grounding gate needs no model: measured on every run, --retrieval-only too.
     gate = gate_metrics.evaluate_gate(
-        questions, embedder=embedder, index=index, reranker=reranker, settings=settings
+        searched, embedder=embedder, index=index, reranker=reranker, settings=settings
     )
     report["gate"] = gate_metrics.summarise(gate)
     report["gate_questions"] = [record.to_json() for record in gate]
@@ -477,8 +510,14 @@ def run_eval(settings: Settings, options: EvalOptions) -> dict[str, Any]:
         from candor.factory import build_chat
 
         chat = build_chat(settings)
+        # What no document holds, for the names a catalogue answer shows as code.
+        corpus = (
+            catalogue_metrics.corpus_text(documents)
+            if any(q.kind in CATALOGUE_KINDS for q in questions)
+            else ""
+        )
         report["agent"], report["agent_questions"] = _agent_section(
-            settings, chat, embedder, index, questions, options
+            settings, chat, embedder, index, questions, options, corpus
         )
         references = evaluate_plain_rag(
             questions,
@@ -488,6 +527,7 @@ def run_eval(settings: Settings, options: EvalOptions) -> dict[str, Any]:
             settings=settings,
             bar=options.progress,
             timeout=options.timeout,
+            corpus=corpus,
         )
         report["plain_rag"] = plain_rag_summary(references, report["agent_questions"])
         report["plain_rag_questions"] = [r.to_json() for r in references]
@@ -502,8 +542,9 @@ def _agent_section(
     index: VectorIndex,
     questions: Sequence[Question],
     options: EvalOptions,
+    corpus: str = "",
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    from candor.factory import build_reranker
+    from candor.factory import build_catalogue, build_reranker
 
     reranker = build_reranker(settings)
     # Load the model before the clock starts, so the first question's seconds are
@@ -521,12 +562,22 @@ def _agent_section(
         index=RecordingIndex(index),
         reranker=reranker,
         state=state,
+        catalogue=build_catalogue(settings),
     )
     try:
-        records = evaluate_agent(questions, deps, bar=options.progress, timeout=options.timeout)
+        records = evaluate_agent(
+            questions, deps, bar=options.progress, timeout=options.timeout, corpus=corpus
+        )
     finally:
         state.close()
-    agent = agent_metrics.summarise(records)
+    # The figures of the kinds before the catalogue, comparable with earlier runs;
+    # the catalogue questions' own apart (candor.evaluation.catalogue_metrics).
+    agent = agent_metrics.summarise([r for r in records if r.kind not in CATALOGUE_KINDS])
+    catalogued = [r for r in records if r.kind in CATALOGUE_KINDS]
+    if catalogued:
+        agent["catalogue"] = catalogue_metrics.summarise(catalogued)
+    others = [r for r in records if r.kind not in CATALOGUE_KINDS]
+    agent["other_kinds_answered_from_catalogue"] = [r.id for r in others if r.catalogue_answered]
     agent["by_kind"] = agent_metrics.summarise_by_kind(records)
     agent["failure_reasons"] = [
         {"id": r.id, "kind": r.kind, "reason": r.error} for r in records if r.failed
@@ -559,6 +610,7 @@ def evaluate_plain_rag(
     settings: Settings,
     bar: bool,
     timeout: float,
+    corpus: str = "",
 ) -> list[AgentRecord]:
     """The one-call reference (candor.evaluation.plain_rag) on the questions that retrieve."""
     counting = CountingChatModel(chat)
@@ -577,6 +629,7 @@ def evaluate_plain_rag(
                     candidates=settings.candidates,
                     passage_chars=settings.passage_chars,
                     max_tokens=settings.answer_max_tokens,
+                    corpus=corpus,
                 )
         except TimeoutError:
             reason = f"timed out after {timeout:g} s"
@@ -601,12 +654,19 @@ def plain_rag_summary(
 ) -> dict[str, Any]:
     """The reference's figures, and the graph's cost per answered question, and its
     seconds to the first token and to done, as a ratio to its own, on the kinds both ran."""
-    summary = agent_metrics.summarise(records)
+    summary = agent_metrics.summarise([r for r in records if r.kind not in CATALOGUE_KINDS])
+    catalogued = [r for r in records if r.kind in CATALOGUE_KINDS]
+    if catalogued:
+        summary["catalogue"] = catalogue_metrics.summarise(catalogued)
     summary["failure_reasons"] = [
         {"id": r.id, "kind": r.kind, "reason": r.error} for r in records if r.failed
     ]
-    graph = [row for row in agent_questions if row["kind"] in plain_rag.KINDS]
-    rows = [r.to_json() for r in records]
+    graph = [
+        row
+        for row in agent_questions
+        if row["kind"] in plain_rag.KINDS and row["kind"] not in CATALOGUE_KINDS
+    ]
+    rows = [r.to_json() for r in records if r.kind not in CATALOGUE_KINDS]
     summary["graph_ratio"] = agent_metrics.cost_ratios(graph, rows)
     summary["graph_stream_ratio"] = agent_metrics.stream_ratios(graph, rows)
     return summary
