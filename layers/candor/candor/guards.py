@@ -427,6 +427,7 @@ def settings_fingerprint(settings: Settings, *, chat: str, embedder: str, top_k:
             "grade_threshold",
             "grade_by_names",
             "yes_no_check",
+            "plan_questions",
             "pack_context",
             "pack_sentences",
             "pack_candidates",

@@ -150,6 +150,10 @@ class Settings(BaseSettings):
     # against its excerpts (candor.graph.yes_no): one more model call on those questions.
     # Measured and not kept as a default: docs/quality.md, "Yes/no answers".
     yes_no_check: bool = False
+    # A question with two or more asks is split into sub-questions, each searched and
+    # given its share of the context (candor.planning); false: every question is
+    # searched whole.
+    plan_questions: bool = True
     passage_chars: int = Field(default=600, ge=100, description="passage text shown to the model")
     # How the dense and keyword rankings become one (candor.retrieval.fuse): "rrf"
     # (Reciprocal Rank Fusion, k = rrf_k) or "score" (min-max normalised scores,

@@ -12,7 +12,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from candor import retrieval, text
+from candor import planning, retrieval, text
 from candor.backends.sqlite_index import SqliteVectorIndex
 from candor.backends.sqlite_state import SqliteStateStore
 from candor.deps import Deps
@@ -215,8 +215,9 @@ def evaluate_retrieval(
                     )
                 latencies.append((time.perf_counter() - started) * 1000)
                 if strategy not in REFERENCE_STRATEGIES:
-                    shown = retrieval.shown(
-                        question.question,
+                    # What the graph shows: a question of two asks part by part.
+                    shown = planning.shown(
+                        planned(question.question, settings),
                         settings,
                         embedder=embedder,
                         index=index,
@@ -258,6 +259,13 @@ def evaluate_retrieval(
     finally:
         ticker.close()
     return summaries, ranks, contexts
+
+
+def planned(question: str, settings: Settings) -> planning.Plan:
+    """The question as the graph searches it (candor.planning), with the settings' plan."""
+    if settings.plan_questions:
+        return planning.split(question)
+    return planning.Plan((question,), (question,))
 
 
 async def _ask_one(

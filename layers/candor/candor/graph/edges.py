@@ -7,7 +7,16 @@ from typing import Literal
 from candor.graph.state import GraphState
 
 Node = Literal[
-    "moderate", "route", "curated", "catalogue", "retrieve", "grade", "rewrite", "generate", "END"
+    "moderate",
+    "route",
+    "curated",
+    "catalogue",
+    "plan",
+    "retrieve",
+    "grade",
+    "rewrite",
+    "generate",
+    "END",
 ]
 
 
@@ -37,8 +46,11 @@ def after_curated(state: GraphState) -> Node:
 
 def searching(state: GraphState) -> Node:
     """Where a question goes that nothing answered yet: the catalogue for a question
-    about the documents themselves, else retrieval."""
-    return "catalogue" if state.intent == "catalogue" else "retrieve"
+    about the documents themselves, the plan for one of two or more asks, else
+    retrieval."""
+    if state.intent == "catalogue":
+        return "catalogue"
+    return "plan" if state.parts else "retrieve"
 
 
 def after_catalogue(state: GraphState) -> Node:
@@ -53,6 +65,10 @@ def after_catalogue(state: GraphState) -> Node:
             return "retrieve"
         case other:
             raise ValueError(f"catalogue left an unexpected decision: {other!r}")
+
+
+def after_plan(state: GraphState) -> Node:
+    return "grade"
 
 
 def after_retrieve(state: GraphState) -> Node:

@@ -26,7 +26,7 @@ from functools import lru_cache
 
 from pydantic import BaseModel
 
-from candor import packing
+from candor import packing, planning
 from candor.curated import lookup
 from candor.graph import prompts
 from candor.graph.schemas import Moderation, Rewrite, Triage
@@ -61,6 +61,7 @@ NODE_CALLS: dict[str, tuple[Slot, ...]] = {
     "route": (),
     "curated": (),  # embeds the question and a few words: EMBEDDINGS
     "catalogue": (),  # reads the catalogue and writes from a template: no model call
+    "plan": (),  # splits by rules and searches each part: EMBEDDINGS
     "retrieve": (),  # embeds the query and the sentences it packs: EMBEDDINGS
     "grade": (("grade",),),
     "rewrite": (("rewrite",),),
@@ -81,6 +82,8 @@ QUERY_CHARS = prompts.QUESTION_CHARS
 EMBEDDINGS: dict[str, tuple[int, ...]] = {
     "curated": lookup.embedding_bounds(),
     "retrieve": (QUERY_CHARS,) + (packing.UNIT_EMBED_CHARS,) * packing.MAX_UNITS,
+    # A planned question: each part's query and the sentences packed for it.
+    "plan": ((QUERY_CHARS,) + (packing.UNIT_EMBED_CHARS,) * packing.MAX_UNITS) * planning.MAX_PARTS,
 }
 
 _WIDEST = "\U0010ffff"  # a character of 4 bytes, the most UTF-8 takes
@@ -97,6 +100,7 @@ def visits(max_attempts: int) -> dict[str, int]:
         "route": 1,
         "curated": 1,
         "catalogue": 1,
+        "plan": 1,
         "retrieve": max_attempts,
         "grade": max_attempts,
         "rewrite": max_attempts - 1,

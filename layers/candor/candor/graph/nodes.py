@@ -13,7 +13,7 @@ import re
 import time
 from collections.abc import Callable, Sequence
 
-from candor import question_keys, retrieval
+from candor import planning, question_keys, retrieval
 from candor.catalogue import asks as catalogue_asks
 from candor.deps import Deps
 from candor.errors import StateStoreError
@@ -181,6 +181,10 @@ async def route(state: GraphState, deps: Deps) -> Update:
             topic = next((t.question for t in reversed(state.history) if t.question), "")
             return {"intent": intent, "query": f"{topic} {state.question}".strip()}
         case _:
+            parts = planning.split(state.question).parts if settings.plan_questions else ()
+            if len(parts) > 1:
+                # Two or more asks: searched one at a time (candor.graph.plan).
+                return {"intent": intent, "query": state.question, "parts": parts}
             return {"intent": intent, "query": state.question}
 
 

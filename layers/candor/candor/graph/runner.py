@@ -30,7 +30,7 @@ from candor.billing import Bill, Meter
 from candor.deadline import Deadline
 from candor.deps import Deps
 from candor.errors import ConfigurationError
-from candor.graph import catalogue, curated, edges, limits, nodes
+from candor.graph import catalogue, curated, edges, limits, nodes, plan
 from candor.graph.answer_text import AnswerCleaner
 from candor.graph.state import GraphState, TraceStep, Update
 from candor.index_reads import ReadPrice
@@ -61,6 +61,7 @@ NODES: dict[str, NodeFn] = observability.traced_nodes(
         "route": nodes.route,
         "curated": curated.curated,
         "catalogue": catalogue.catalogue,
+        "plan": plan.plan,
         "retrieve": nodes.retrieve,
         "grade": nodes.grade,
         "rewrite": nodes.rewrite,
@@ -385,6 +386,8 @@ def next_node(current: str, state: GraphState, max_attempts: int) -> str:
             return edges.after_curated(state)
         case "catalogue":
             return edges.after_catalogue(state)
+        case "plan":
+            return edges.after_plan(state)
         case "retrieve":
             return edges.after_retrieve(state)
         case "grade":

@@ -179,6 +179,8 @@ class GraphState:
     intent: Intent | None = None
     query: str = ""
     queries: tuple[str, ...] = ()
+    # The sub-questions of a question with two or more asks (candor.planning).
+    parts: tuple[str, ...] = ()
     attempts: int = 0
     passages: tuple[Hit, ...] = ()
     answerable: bool | None = None
@@ -203,6 +205,7 @@ class Update(TypedDict, total=False):
     intent: Intent
     query: str
     queries: tuple[str, ...]
+    parts: tuple[str, ...]
     attempts: int
     passages: tuple[Hit, ...]
     answerable: bool

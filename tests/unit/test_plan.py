@@ -1,0 +1,163 @@
+"""A question with two asks is split and searched one ask at a time (candor.planning);
+a question with one ask takes the path it took before, with no added step or call."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from candor import planning, service
+from candor.graph import limits
+from tests.conftest import MakeDeps
+from tests.support.fakes import ScriptedChatModel
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.mark.parametrize(
+    ("question", "parts"),
+    [
+        (
+            "How do I turn my commits into patches, and how does the maintainer apply them?",
+            ("How do I turn my commits into patches?", "How does the maintainer apply them?"),
+        ),
+        (
+            "What does `gc.auto` control, and then what happens if I set it to 0?",
+            ("What does `gc.auto` control?", "What happens if I set it to 0?"),
+        ),
+        (
+            "Where is the URL kept? Which state is a submodule left in after an update?",
+            ("Where is the URL kept?", "Which state is a submodule left in after an update?"),
+        ),
+        (
+            "How do I find a common ancestor and how does it relate to `A...B`?",
+            ("How do I find a common ancestor?", "How does it relate to `A...B`?"),
+        ),
+    ],
+)
+def test_a_question_with_two_asks_is_split_into_them(question: str, parts: tuple[str, ...]) -> None:
+    assert planning.split(question).parts == parts
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "When using `git bisect run`, which exit code skips a commit?",
+        "Which tags exist and are signed?",
+        "How do I list branches, tags and remotes?",
+        "What does --force-with-lease do, and why?",
+        "tell me about push",
+    ],
+)
+def test_a_question_with_one_ask_is_not_split(question: str) -> None:
+    plan = planning.split(question)
+
+    assert not plan.multiple
+    assert plan.queries == (" ".join(question.split()),)
+
+
+def test_context_sentences_and_what_it_points_at_go_into_each_query() -> None:
+    plan = planning.split(
+        "I deleted a worktree by hand. How do I clean up `git worktree` data, "
+        "and when would gc do it for me?"
+    )
+
+    assert plan.queries == (
+        "I deleted a worktree by hand. How do I clean up `git worktree` data?",
+        "I deleted a worktree by hand. When would gc do it for me? `git worktree`",
+    )
+
+
+def test_more_asks_than_parts_share_the_last_part() -> None:
+    plan = planning.split("What is A? What is B? What is C? What is D?")
+
+    assert plan.parts == ("What is A?", "What is B?", "What is C? What is D?")
+    assert len(plan.parts) == planning.MAX_PARTS
+
+
+TWO_ASKS = (
+    "Why is --force-with-lease safer than a plain force push, "
+    "and how do I fix a typo in the last commit message?"
+)
+
+
+def test_each_ask_keeps_an_excerpt_and_the_whole_is_graded_once(make_deps: MakeDeps) -> None:
+    chat = ScriptedChatModel(
+        {
+            "Triage": [{"abusive": False, "kind": "question"}],
+            "judge": [True],
+            "text": [
+                "It refuses to overwrite work you have not seen [1]. "
+                "Use git commit --amend to fix the message [2]."
+            ],
+        }
+    )
+
+    result = asyncio.run(service.ask(make_deps(chat), TWO_ASKS))
+
+    assert [step.node for step in result.trace] == [
+        "moderate",
+        "route",
+        "plan",
+        "grade",
+        "generate",
+    ]
+    assert chat.kinds() == ["Triage", "judge", "text"]  # no call of its own
+    graded = chat.calls[1].messages[-1]["content"]
+    assert "--force-with-lease protects the remote ref" in graded
+    assert "git commit --amend replaces the tip" in graded
+    assert {c.source for c in result.citations} == {"git-push.html", "git-commit.html"}
+
+
+def test_a_question_with_one_ask_takes_the_path_it_took_before(make_deps: MakeDeps) -> None:
+    chat = ScriptedChatModel(
+        {
+            "Triage": [{"abusive": False, "kind": "question"}],
+            "judge": [True],
+            "text": ["It refuses to overwrite work you have not seen [1]."],
+        }
+    )
+
+    result = asyncio.run(service.ask(make_deps(chat), "Why is --force-with-lease safe?"))
+
+    assert [step.node for step in result.trace] == [
+        "moderate",
+        "route",
+        "retrieve",
+        "grade",
+        "generate",
+    ]
+
+
+def test_with_planning_off_a_question_with_two_asks_is_searched_whole(
+    make_deps: MakeDeps,
+) -> None:
+    chat = ScriptedChatModel(
+        {
+            "Triage": [{"abusive": False, "kind": "question"}],
+            "judge": [True],
+            "text": ["It refuses to overwrite work you have not seen [1]."],
+        }
+    )
+    deps = make_deps(chat)
+    deps = type(deps)(
+        deps.settings.model_copy(update={"plan_questions": False}),
+        deps.chat,
+        deps.embedder,
+        deps.index,
+        deps.reranker,
+        deps.state,
+    )
+
+    result = asyncio.run(service.ask(deps, TWO_ASKS))
+
+    assert "plan" not in [step.node for step in result.trace]
+
+
+def test_the_budget_reserves_for_every_part_of_a_plan() -> None:
+    bounds = limits.embedding_bounds("plan")
+    one_part = limits.embedding_bounds("retrieve")
+
+    assert len(bounds) == planning.MAX_PARTS * len(one_part)
+    assert limits.visits(2)["plan"] == 1
