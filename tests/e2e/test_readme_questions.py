@@ -80,3 +80,25 @@ def test_a_question_the_docs_cannot_answer_is_declined_without_a_model_call(deps
     assert "docs@example.com" in result.answer
     assert [grade.by for grade in result.grades] == ["gate"], result.grades
     assert sum(step.tokens_in for step in result.trace) == 0, result.trace
+
+
+def test_what_can_you_help_with_names_the_bundled_pages_with_no_model_call(deps: Deps) -> None:
+    # It was small talk ("I can help you with a wide range of topics"), true of
+    # nothing: now the documents' own pages and sections, from their catalogue.
+    result = run(deps, "What can you help me with?")
+    assert result.decision == "answered", result.answer
+    assert result.answer.startswith("I answer questions from the documents of")
+    for title in ("Getting started", "Configuration", "Deploying to AWS"):
+        assert title in result.answer, result.answer
+    assert "configuration.md" in {c.source for c in result.citations}
+    assert sum(step.tokens_in for step in result.trace) == 0, result.trace
+
+
+def test_every_setting_is_listed_from_the_configuration_page(deps: Deps) -> None:
+    result = run(deps, "List all the settings candor has.")
+    assert result.decision == "answered", result.answer
+    table = (DOCS / "configuration.md").read_text()
+    settings = {line.split("`")[1] for line in table.splitlines() if line.startswith("| `CANDOR_")}
+    missing = [name for name in settings if name not in result.answer]
+    assert not missing, result.answer
+    assert {c.source for c in result.citations} == {"configuration.md"}

@@ -22,11 +22,13 @@ from candor.catalogue.records import DocumentRecord
 
 # The most items one answer lists; past it the answer gives the count and the first
 # MAX_LISTED, with a link to the page that holds them all.
-MAX_LISTED = 80
+MAX_LISTED = 100
 # The most pages an overview names: past it, the count and the pages with most text.
 OVERVIEW_PAGES = 15
-# The headings shown under each page of an overview of a small site.
-OVERVIEW_HEADINGS = 6
+# The headings shown under each page of an overview of a small site, and the longest
+# one shown (a heading that is a sentence says little in a list of topics).
+OVERVIEW_HEADINGS = 4
+OVERVIEW_HEADING_CHARS = 60
 RECENT_PAGES = 10
 
 _WORD = re.compile(r"[^\W_]+")
@@ -121,11 +123,12 @@ def overview(records: Sequence[DocumentRecord]) -> Listing | None:
 
 
 def top_headings(record: DocumentRecord, limit: int = OVERVIEW_HEADINGS) -> list[str]:
-    """The page's highest-level headings, in order, at most `limit`."""
+    """The page's highest-level headings, in order, at most `limit` of the short ones."""
     if not record.headings:
         return []
     top = min(h.level for h in record.headings)
-    return [h.text for h in record.headings if h.level == top][:limit]
+    short = [h.text for h in record.headings if h.level == top]
+    return [text for text in short if len(text) <= OVERVIEW_HEADING_CHARS][:limit]
 
 
 def count(records: Sequence[DocumentRecord]) -> Listing | None:
