@@ -220,3 +220,14 @@ def test_every_listed_entry_is_one_the_documents_hold() -> None:
         listing = functions.answer(SITE, ask)
         assert listing is not None
         assert {item.text for item in listing.items} <= held
+
+
+def test_how_many_pages_gives_the_count_and_names_the_pages() -> None:
+    ask = asks.parse("How many pages are there?")
+    assert ask is not None
+    listing = functions.answer(SITE, ask)
+    assert listing is not None
+    written = answers.write(listing, ask, "Example")
+
+    assert written.text.splitlines()[0] == "The documents of Example hold 5 pages."
+    assert len(written.marks) == 5

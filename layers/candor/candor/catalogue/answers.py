@@ -73,6 +73,15 @@ def write(listing: Listing, ask: Ask, site_name: str) -> Written:
     return Written(text, tuple(mark.marks))
 
 
+def plural(noun: str) -> str:
+    """The noun as a count of several reads it: "every term" lists "87 terms"."""
+    if noun.endswith("s"):
+        return noun
+    if noun.endswith("y") and noun[-2:-1] not in "aeiou":
+        return noun[:-1] + "ies"
+    return noun + "s"
+
+
 def shown(term: str) -> str:
     return f"`{term}`" if _CODE_LIKE.fullmatch(term) and "`" not in term else term
 
@@ -93,11 +102,12 @@ def _overview(listing: Listing, ask: Ask, site_name: str, mark: _Marker) -> str:
             lines.append(f"- {item.text}{mark(item.record, -1, item.text)}{topics}")
         return "\n".join([opening, intro, *lines])
     named = ", ".join(f"{item.text}{mark(item.record, -1, item.text)}" for item in listing.items)
-    count = f"They hold {_count(pages, 'page')}; " if ask.greeting else ""
-    return (
-        f"{opening} {count}the {len(listing.items)} with the most text are: {named}. "
-        "Ask me which pages are about a topic to see them all."
-    )
+    most = f"the {len(listing.items)} with the most text are: {named}."
+    if ask.greeting:
+        most = f"They hold {_count(pages, 'page')}; {most}"
+    else:
+        most = most[:1].upper() + most[1:]
+    return f"{opening} {most} Ask me which pages are about a topic to see more of them."
 
 
 def _recent(listing: Listing, mark: _Marker) -> str:
@@ -141,7 +151,7 @@ def _entries(listing: Listing, mark: _Marker) -> str:
     scope = listing.scope
     assert scope is not None
     record = scope.record
-    noun = listing.noun or "entries"
+    noun = plural(listing.noun) if listing.noun else "entries"
     where = f" under {scope.text}" if scope.heading >= 0 else ""
     head = (
         f"{record.title} lists {listing.total} {noun}{where}"

@@ -168,7 +168,7 @@ def parse(question: str) -> Ask | None:
         return Ask("overview", greeting=True)
     if _RECENT.search(text) and _ABOUT_DOCS.search(text):
         return Ask("recent")
-    if match := _PAGES_ABOUT.match(text):
+    if (match := _PAGES_ABOUT.match(text)) and subject_words(match.group("subject")):
         return Ask("pages", subject=subject_words(match.group("subject")))
     if match := _WHERE_DOCUMENTED.match(text):
         return Ask("pages", subject=subject_words(match.group("subject")))

@@ -14,7 +14,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
 from candor.catalogue.asks import Ask
@@ -132,9 +132,10 @@ def top_headings(record: DocumentRecord, limit: int = OVERVIEW_HEADINGS) -> list
 
 
 def count(records: Sequence[DocumentRecord]) -> Listing | None:
-    if not records:
-        return None
-    return Listing("count", (), len(records), noun="pages")
+    """How many pages there are, with what an overview names of them (a count alone
+    would cite nothing)."""
+    found = overview(records)
+    return None if found is None else replace(found, function="count")
 
 
 def recent(records: Sequence[DocumentRecord], limit: int = RECENT_PAGES) -> Listing | None:
