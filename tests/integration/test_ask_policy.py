@@ -21,11 +21,15 @@ from fastapi.testclient import TestClient
 
 from candor.api.app import create_app
 from candor.api.handoff import Handoffs
+from candor.backends.dynamodb_catalogue import DynamoDBCatalogueStore
 from candor.backends.dynamodb_handoffs import DynamoDBHandoffStore
 from candor.backends.dynamodb_state import DynamoDBStateStore
 from candor.backends.hashing_embedder import HashingEmbedder
 from candor.backends.sqlite_index import SqliteVectorIndex
+from candor.catalogue.keeping import DocumentCatalogue
+from candor.catalogue.reader import Catalogue
 from candor.deps import Deps
+from candor.ingest.reading import Chunking, read
 from candor.ingest.records import CompletionRecords
 from candor.settings import Settings
 from tests.integration.test_ingest_policy import DynamoDBCalls, allowed
@@ -37,6 +41,11 @@ from tests.unit.test_template import policy_statements
 pytestmark = pytest.mark.integration
 
 QUESTION = {"abusive": False, "kind": "question"}
+CATALOGUE = {"abusive": False, "kind": "catalogue"}
+GUIDE = (
+    b"# Guide\n\n## Settings\n\n| name | default |\n|---|---|\n"
+    b"| `TIMEOUT` | 30 |\n| `RETRIES` | 3 |\n"
+)
 ABUSIVE = {"abusive": True, "kind": "question"}
 
 
@@ -61,18 +70,21 @@ def ask_as_visitors_do(
     index: SqliteVectorIndex,
     store: DynamoDBStateStore,
     handoffs: DynamoDBHandoffStore,
+    client: Any,
+    name: str,
 ) -> list[int]:
     """Each path of the ask function that touches the table; the statuses it answered."""
     chat = ScriptedChatModel(
         {
-            "Triage": [QUESTION, QUESTION, ABUSIVE, ABUSIVE, QUESTION],
+            "Triage": [QUESTION, QUESTION, CATALOGUE, ABUSIVE, ABUSIVE, QUESTION],
             "Moderation": [{"insulting": True}, {"insulting": True}],
             "judge": [True, True, True],
             "text": ["It refuses to overwrite work you have not seen [1]."] * 3,
         }
     )
+    catalogue = Catalogue(DynamoDBCatalogueStore(name, client=client), settings.index_name)
     deps = allowing(
-        Deps(settings, chat, HashingEmbedder(), index, None, store),
+        Deps(settings, chat, HashingEmbedder(), index, None, store, catalogue),
         cache_enabled=True,
         rate_address_limit=8,
         # Hand-offs on: the ask function stores each and queues it (the queue is the
@@ -94,6 +106,8 @@ def ask_as_visitors_do(
     first = ask("What does --force-with-lease do?")  # answered; trace, ledgers, cache
     ask("What does --force-with-lease do?")  # from the cache
     ask("And what does it refuse?", first["session_id"])  # a follow-up: the history
+    listed = ask("List all the settings.")  # from the catalogue: one Query
+    assert "`TIMEOUT`, `RETRIES`" in listed["answer"], listed
     rude = ask("You idiot.")  # warned
     ask("Moron.", rude["session_id"])  # ended
     ask("Hello?", rude["session_id"])  # refused: the session is over
@@ -116,12 +130,26 @@ class Queued:
         pass
 
 
-def use_the_store_as_the_ingest_function_does(store: DynamoDBStateStore) -> None:
+def use_the_store_as_the_ingest_function_does(
+    store: DynamoDBStateStore, catalogue: DynamoDBCatalogueStore
+) -> None:
     records = CompletionRecords(store, "default")
     records.record("guide.md")
     records.begin("guide.md")
     records.bump()
     records.complete("guide.md", "f" * 64)
+    kept = DocumentCatalogue(catalogue, "default")
+    kept.current("guide.md", "f" * 64, None)
+    kept.remove("guide.md")
+
+
+def catalogued(settings: Settings, index: SqliteVectorIndex, catalogue: DocumentCatalogue) -> None:
+    """The ingest function's work before the visitors come: the guide's catalogue record,
+    and its passages, which the catalogue's answer cites."""
+    embedder = HashingEmbedder()
+    document, chunks = read("guide.md", GUIDE, Chunking(), None)
+    index.upsert(chunks, embedder.embed([chunk.text for chunk in chunks]))
+    catalogue.write(document, chunks, size=len(GUIDE), fingerprint="f" * 64, url=None)
 
 
 def test_the_ask_functions_table_grant_is_scoped_by_key_prefix(
@@ -135,12 +163,19 @@ def test_the_ask_functions_table_grant_is_scoped_by_key_prefix(
     store = DynamoDBStateStore(name, client=client)
     statements = policy_statements("AskFunction")
     handoffs = DynamoDBHandoffStore(name, client=client)
-    statuses = ask_as_visitors_do(settings, index, store, handoffs)
+    catalogue_store = DynamoDBCatalogueStore(name, client=client)
+    catalogued(settings, index, DocumentCatalogue(catalogue_store, settings.index_name))
+    recorder.calls = []
+    statuses = ask_as_visitors_do(settings, index, store, handoffs, client, name)
     made, recorder.calls = recorder.calls, []
 
     # Then each call it makes is allowed, so the scoped grant breaks nothing
     assert {200, 202, 403, 429} <= set(statuses)
-    assert {action for action, _ in made} == {"dynamodb:GetItem", "dynamodb:UpdateItem"}
+    assert {action for action, _ in made} == {
+        "dynamodb:GetItem",
+        "dynamodb:UpdateItem",
+        "dynamodb:Query",
+    }
     assert {key.split("#", 1)[0] for _, key in made if key} >= {
         "session",
         "history",
@@ -151,15 +186,17 @@ def test_the_ask_functions_table_grant_is_scoped_by_key_prefix(
         "corpus",
         "trace",
         "handoff",
+        "catalogue",
     }
     refused = [(action, key) for action, key in made if not allowed(statements, action, key)]
     assert refused == []
 
-    # And of the ingest function's items it may only read the corpus version:
-    # neither bump it (which retires every cached answer) nor touch a completion record
-    use_the_store_as_the_ingest_function_does(store)
+    # And of the ingest function's items it may only read the corpus version and query
+    # the catalogue: neither bump the version (which retires every cached answer) nor
+    # touch a completion record or write a catalogue record
+    use_the_store_as_the_ingest_function_does(store, catalogue_store)
     ingest = recorder.calls
-    assert {key.split("#", 1)[0] for _, key in ingest if key} == {"corpus", "ingest"}
+    assert {key.split("#", 1)[0] for _, key in ingest if key} == {"corpus", "ingest", "catalogue"}
     admitted = [
         (action, key)
         for _, key in ingest

@@ -48,6 +48,8 @@ class DynamoDBCalls:
 
     def __call__(self, params: dict[str, Any], model: Any, **_: Any) -> None:
         key = params.get("Key", {}).get("pk", {}).get("S")
+        if key is None and model.name == "Query":  # the partition its key condition names
+            key = params.get("ExpressionAttributeValues", {}).get(":pk", {}).get("S")
         self.calls.append((f"dynamodb:{model.name}", key))
 
 
