@@ -44,6 +44,15 @@ AGENT_FIGURES = (
     ("p50_s", "seconds per question, p50"),
 )
 ROUTED_KINDS = ("greeting", "code_request", "abusive")
+# The questions about the documents themselves (candor.evaluation.catalogue_metrics).
+CATALOGUE_FIGURES = (
+    ("routed_to_catalogue", "routed to the catalogue"),
+    ("completeness", "completeness"),
+    ("list_completeness", "completeness of the lists"),
+    ("answers_with_an_invented_entry", "answers naming what no document holds"),
+    ("citation_validity", "citation validity"),
+    ("seconds_p50", "seconds per question, p50"),
+)
 GRADING_FIGURES = (
     (
         "answerable_when_context_has_keywords",
@@ -82,6 +91,13 @@ def _figures(report: Mapping[str, Any]) -> dict[str, str]:
     grading = agent.get("grading", {})
     for key, label in GRADING_FIGURES:
         cells[label] = _cell(grading.get(key), grading.get(f"{key}_n"))
+    catalogue: Mapping[str, Any] | None = agent.get("catalogue")
+    if catalogue is not None:
+        counted = catalogue.get("samples", {})
+        for key, label in CATALOGUE_FIGURES:
+            cells[f"catalogue and list questions: {label}"] = _cell(
+                catalogue.get(key), counted.get(key, catalogue.get("n"))
+            )
     return cells
 
 
