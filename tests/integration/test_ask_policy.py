@@ -84,7 +84,7 @@ def ask_as_visitors_do(
     )
     catalogue = Catalogue(DynamoDBCatalogueStore(name, client=client), settings.index_name)
     deps = allowing(
-        Deps(settings, chat, HashingEmbedder(), index, None, store, catalogue),
+        Deps(settings, chat, HashingEmbedder(), index, None, store, catalogue=catalogue),
         cache_enabled=True,
         rate_address_limit=8,
         # Hand-offs on: the ask function stores each and queues it (the queue is the

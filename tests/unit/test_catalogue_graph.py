@@ -19,9 +19,10 @@ from candor.catalogue.keeping import DocumentCatalogue
 from candor.catalogue.reader import Catalogue
 from candor.deps import Deps
 from candor.errors import StateStoreError
+from candor.graph import runner
 from candor.ingest.pipeline import ingest
 from candor.ingest.records import CompletionRecords
-from candor.results import AskResult
+from candor.results import AskResult, Done
 from candor.settings import Settings
 from tests.support.fakes import ScriptedChatModel
 
@@ -92,7 +93,13 @@ def deps_for(
     settings = settings.model_copy(update={"screening": screening})
     reader = Catalogue(SqliteCatalogueStore(settings.state_path), settings.index_name)
     return Deps(
-        settings, chat, HashingEmbedder(), index, None, state, reader if catalogue else None
+        settings,
+        chat,
+        HashingEmbedder(),
+        index,
+        None,
+        state,
+        catalogue=reader if catalogue else None,
     )
 
 
@@ -258,3 +265,23 @@ def test_a_citation_whose_passage_is_gone_is_dropped_and_the_rest_renumbered(
     assert result.decision == "answered"
     assert [c.id for c in result.citations] == [first]
     assert result.answer.splitlines()[2] == "- Storage: `EXAMPLE_DATA_DIR`"
+
+
+def test_a_catalogue_answer_streams_as_a_written_answer_does(
+    site: tuple[Settings, SqliteVectorIndex, SqliteStateStore],
+) -> None:
+    deps = deps_for(site, ScriptedChatModel())
+
+    async def streamed() -> tuple[str, str]:
+        prepared = await service.prepare(deps, "List all the settings.")
+        text, answer = [], ""
+        async for event in prepared.events():
+            if isinstance(event, runner.TokenEvent):
+                text.append(event.text)
+            elif isinstance(event, Done):
+                answer = event.result.answer
+        return "".join(text), answer
+
+    tokens, answer = asyncio.run(streamed())
+
+    assert tokens.strip() == answer

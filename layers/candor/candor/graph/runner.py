@@ -93,8 +93,9 @@ Emit = Callable[[Event], None]
 
 # The node whose streamed text is the reply the visitor sees.
 STREAMING_NODE = "generate"
-# A node whose answer is written already (the owner's): streamed as it ends.
-WRITTEN_NODE = "curated"
+# Nodes whose answer is written already (the owner's, the catalogue's template):
+# streamed as they end.
+WRITTEN_NODES = frozenset({"curated", "catalogue"})
 
 
 def _ignore(event: Event) -> None:
@@ -466,7 +467,7 @@ async def run(
                 index_reads=index.take(),
             )
             trace.append(step)
-            if current == WRITTEN_NODE and "answer" in update:
+            if current in WRITTEN_NODES and "answer" in update:
                 for piece in curated.pieces(update["answer"]):
                     emit(TokenEvent(piece))
             emit(StepEvent(step))
