@@ -39,7 +39,8 @@ def moderated_without_model(question: str, settings: Settings) -> bool:
     screen = classifier.shipped().screen(question)
     if policy.outcome(screen, settings.screening_confidence) != "sure":
         return False
-    return nodes.effective_intent(screen.kind, question) == "question"
+    # A catalogue question is looked up too (candor.graph.edges.after_route).
+    return nodes.effective_intent(screen.kind, question) in ("question", "catalogue")
 
 
 def reservation_usd(settings: Settings, deps: Deps) -> Decimal:
