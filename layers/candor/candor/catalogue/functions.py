@@ -22,7 +22,7 @@ from candor.catalogue.records import DocumentRecord
 
 # The most items one answer lists; past it the answer gives the count and the first
 # MAX_LISTED, with a link to the page that holds them all.
-MAX_LISTED = 100
+MAX_LISTED = 150
 # The most pages an overview names: past it, the count and the pages with most text.
 OVERVIEW_PAGES = 15
 # The headings shown under each page of an overview of a small site, and the longest
