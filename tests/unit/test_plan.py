@@ -161,3 +161,40 @@ def test_the_budget_reserves_for_every_part_of_a_plan() -> None:
 
     assert len(bounds) == planning.MAX_PARTS * len(one_part)
     assert limits.visits(2)["plan"] == 1
+
+
+def test_a_planned_question_every_grade_declines_stays_within_its_reserved_reads(
+    make_deps: MakeDeps,
+) -> None:
+    # The plan searched three parts under an allowance of no index reads at all: the
+    # runner refused its first query, and a question of two asks failed.
+    chat = ScriptedChatModel(
+        {
+            "Triage": [{"abusive": False, "kind": "question"}],
+            "judge": [False, False],
+            "Rewrite": [{"query": "force with lease"}],
+            "text": ["I could not find that in the documents."],
+        }
+    )
+    deps = make_deps(chat)
+    question = (
+        "Why is --force-with-lease safe, and how do I fix a commit message, "
+        "and what does git commit --amend replace?"
+    )
+
+    result = asyncio.run(service.ask(deps, question))
+
+    nodes = [step.node for step in result.trace]
+    assert nodes[nodes.index("plan") :] == [
+        "plan",
+        "grade",
+        "rewrite",
+        "retrieve",
+        "grade",
+        "generate",
+    ]
+    assert len(planning.split(question).parts) == planning.MAX_PARTS
+    envelope = limits.envelope(deps.settings)
+    assert 0 < sum(step.index_reads for step in result.trace) <= envelope.index_reads
+    plan_step = next(step for step in result.trace if step.node == "plan")
+    assert 1 < plan_step.index_reads <= limits.INDEX_READS["plan"]

@@ -72,9 +72,16 @@ NODE_CALLS: dict[str, tuple[Slot, ...]] = {
 # retrieve one query (dense and keyword together) and, with widen_passages, one
 # fetch of the passages' neighbours; grade the grounding gate's, all its names in
 # one query, the product names ranked by the question in a second, and (once per
-# request) whether the index answers keyword queries at all (candor.graph.grounding).
-# The runner refuses a read past them.
-INDEX_READS: dict[str, int] = {"retrieve": 2, "grade": 3}
+# request) whether the index answers keyword queries at all (candor.graph.grounding);
+# catalogue one fetch of the passages where the pages it lists start; plan what
+# retrieve reads, once for each part. The runner refuses a read past them.
+RETRIEVE_READS = 2
+INDEX_READS: dict[str, int] = {
+    "retrieve": RETRIEVE_READS,
+    "grade": 3,
+    "catalogue": 1,
+    "plan": RETRIEVE_READS * planning.MAX_PARTS,
+}
 QUERY_CHARS = prompts.QUESTION_CHARS
 # The texts each visit may embed, as the most characters of each: retrieve embeds
 # its query (cut at QUERY_CHARS), then the sentences it packs (candor.packing: at
@@ -203,6 +210,14 @@ class Envelope:
     index_reads: int = 0
 
 
+# Nodes that are each one attempt of the search, and so share the attempts: plan is
+# the first attempt of a question it splits, in place of retrieve's first, so a
+# request makes at most max_attempts visits of the two together (the runner refuses
+# one more). Their visits are counted as max_attempts of retrieve and, once, what a
+# plan's visit takes beyond a retrieve's.
+SEARCHES = ("plan", "retrieve")
+
+
 def envelope(settings: Settings) -> Envelope:
     bounds = call_bounds(settings)
     calls = chat_in = chat_out = embedding_in = index_reads = 0
@@ -212,6 +227,12 @@ def envelope(settings: Settings) -> Envelope:
             calls += times
             chat_in += times * bound.tokens_in
             chat_out += times * bound.tokens_out
+        if node == "plan":
+            embedding_in += times * (
+                sum(embedding_bounds("plan")) - sum(embedding_bounds("retrieve"))
+            )
+            index_reads += times * (INDEX_READS["plan"] - INDEX_READS["retrieve"])
+            continue
         embedding_in += times * sum(embedding_bounds(node))
         index_reads += times * INDEX_READS.get(node, 0)
     return Envelope(calls, chat_in, chat_out, embedding_in, index_reads)

@@ -7,7 +7,8 @@ labels, table rows or passages). POST /ask ignores them and takes the final
 state; POST /ask/stream and `candor ask` show them.
 
 It also holds each run to the limits the budget reserved for (candor.graph.limits):
-a node visited more often than `limits.visits` allows, a model call that no slot
+a node visited more often than `limits.visits` allows (plan and retrieve share the
+attempts: `limits.SEARCHES`), a model call that no slot
 of its node covers, or an index read past its node's `limits.INDEX_READS`, is a
 bug and raises before anything is spent. Each step's trace counts its index reads. And it
 keeps the request's deadline: no model call starts after it.
@@ -446,6 +447,13 @@ async def run(
                 raise RuntimeError(
                     f"the graph reached {current} more than the {allowed[current]} times "
                     "candor.graph.limits.visits allows"
+                )
+            if current in limits.SEARCHES and (
+                sum(visited[node] for node in limits.SEARCHES) > max_attempts
+            ):
+                raise RuntimeError(
+                    f"the graph searched more than the {max_attempts} attempts "
+                    "candor.graph.limits.SEARCHES share"
                 )
             shape = (
                 nodes.answer_cleaner(state, deps.settings) if current == STREAMING_NODE else None
