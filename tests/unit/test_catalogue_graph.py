@@ -285,3 +285,27 @@ def test_a_catalogue_answer_streams_as_a_written_answer_does(
     tokens, answer = asyncio.run(streamed())
 
     assert tokens.strip() == answer
+
+
+def test_candor_eval_counts_a_catalogue_answers_citations_as_valid(
+    site: tuple[Settings, SqliteVectorIndex, SqliteStateStore],
+) -> None:
+    # The eval held a citation valid only when a query had returned its passage; the
+    # catalogue fetches the passages it cites, so its every citation counted invalid.
+    from candor.evaluation.instruments import CountingChatModel, RecordingIndex
+    from candor.evaluation.questions import Question
+    from candor.evaluation.runner import evaluate_agent
+
+    deps = deps_for(site, ScriptedChatModel())
+    deps = dataclasses.replace(
+        deps, chat=CountingChatModel(deps.chat), index=RecordingIndex(deps.index)
+    )
+    question = Question(
+        "c1", "List all the settings.", "list", ("configuration.md",), entries=("EXAMPLE_RETRIES",)
+    )
+
+    (record,) = evaluate_agent([question], deps, bar=False, timeout=60)
+
+    assert record.decision == "answered", record.error
+    assert record.cited_sources == ("configuration.md", "configuration.md")
+    assert record.citations_valid == 2

@@ -121,6 +121,18 @@ def test_a_name_shown_as_code_that_no_document_holds_is_invented() -> None:
     assert found == ("--force-if-newer",)
 
 
+def test_terms_joined_into_one_entry_are_not_invented_when_each_is_held() -> None:
+    # "-n" and "--dry-run" are two terms of one description, kept as the entry
+    # "-n, --dry-run": the joined text stands in no document, each term does.
+    corpus = catalogue_metrics.corpus_text(
+        [("push.html", b"<dl><dt>-n</dt><dt>--dry-run</dt><dd>Report only.</dd></dl>")]
+    )
+
+    found = catalogue_metrics.invented("`-n, --dry-run`, `-f, --force`", corpus)
+
+    assert found == ("-f, --force",)
+
+
 def record(kind: str, **fields: object) -> AgentRecord:
     return AgentRecord(**({"id": "x", "kind": kind, "seconds": 1.0} | fields))  # type: ignore[arg-type]
 

@@ -50,9 +50,21 @@ def entries_present(answer: str, entries: Sequence[str]) -> tuple[str, ...]:
 
 
 def invented(answer: str, corpus: str) -> tuple[str, ...]:
-    """The names an answer shows as code (`...`) that no document holds."""
+    """The names an answer shows as code (`...`) that no document holds.
+
+    A definition list's terms that share one description are one entry, joined by
+    ", " (`-n, --dry-run`, from "-n" and "--dry-run" on lines of their own): such a
+    span is held when each of its names is.
+    """
     spans = dict.fromkeys(span.strip() for span in _CODE_SPAN.findall(answer))
-    return tuple(span for span in spans if span and squeezed(span) not in corpus)
+    return tuple(span for span in spans if span and not _held(span, corpus))
+
+
+def _held(span: str, corpus: str) -> bool:
+    if squeezed(span) in corpus:
+        return True
+    names = [name for name in span.split(", ") if name.strip()]
+    return len(names) > 1 and all(squeezed(name) in corpus for name in names)
 
 
 def _rate(hits: int, n: int) -> float | None:

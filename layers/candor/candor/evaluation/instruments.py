@@ -53,7 +53,8 @@ class CountingChatModel:
 
 
 class RecordingIndex:
-    """Delegates to an index and remembers every chunk its queries returned."""
+    """Delegates to an index and remembers every chunk its queries and fetches returned
+    (the catalogue fetches the passages it cites; retrieval the neighbours it widens by)."""
 
     def __init__(self, inner: VectorIndex) -> None:
         self.inner = inner
@@ -76,7 +77,10 @@ class RecordingIndex:
         return self.inner.upsert(chunks, vectors)
 
     def fetch(self, ids: Sequence[str]) -> list[Chunk]:
-        return self.inner.fetch(ids)
+        chunks = self.inner.fetch(ids)
+        for chunk in chunks:
+            self.seen[chunk.id] = chunk
+        return chunks
 
     def delete(self, ids: Sequence[str]) -> int:
         return self.inner.delete(ids)
