@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,33 +18,23 @@ from candor.backends.sqlite_catalogue import SqliteCatalogueStore
 from candor.backends.sqlite_state import SqliteStateStore
 from candor.catalogue.records import MAX_RECORD_BYTES
 from candor.ports import CatalogueStore
-from tests.support import dynamodb_local
+from tests.contract.conftest import StateBacking
 
 pytestmark = pytest.mark.integration
 
 Opener = Callable[[], CatalogueStore]
 
 
-@pytest.fixture(params=["sqlite", "dynamodb"])
-def open_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
+@pytest.fixture
+def open_store(state_backing: StateBacking) -> Opener:
     """Opens stores on one shared backing (a SQLite state file, a DynamoDB table)."""
-    if request.param == "sqlite":
-        path = tmp_path / "state.sqlite3"
-        opened: list[SqliteCatalogueStore] = []
 
-        def open_sqlite() -> CatalogueStore:
-            opened.append(SqliteCatalogueStore(path))
-            return opened[-1]
+    def opened() -> CatalogueStore:
+        if state_backing.kind == "sqlite":
+            return state_backing.closing(SqliteCatalogueStore(state_backing.path))
+        return DynamoDBCatalogueStore(state_backing.table, client=state_backing.client())
 
-        yield open_sqlite
-        for store in opened:
-            store.close()
-    else:
-        endpoint: str = request.getfixturevalue("dynamodb_endpoint")
-        admin = dynamodb_local.client(endpoint)
-        table = dynamodb_local.create_state_table(admin)
-        yield lambda: DynamoDBCatalogueStore(table, client=dynamodb_local.client(endpoint))
-        admin.delete_table(TableName=table)
+    return opened
 
 
 def test_a_document_without_a_record_has_no_stamp(open_store: Opener) -> None:

@@ -19,14 +19,11 @@ ask function reads with Query on them (infra/template.yaml grants exactly that).
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from botocore.exceptions import BotoCoreError, ClientError
-
-from candor.errors import StateStoreError
+from candor.backends.dynamodb_table import DynamoDBTable
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, QueryInputTypeDef
 
 
@@ -39,33 +36,17 @@ def _key(index_name: str, source: str) -> dict[str, AttributeValueTypeDef]:
     return {"pk": {"S": partition(index_name)}, "sk": {"S": f"doc#{digest}"}}
 
 
-class DynamoDBCatalogueStore:
-    def __init__(
-        self,
-        table_name: str,
-        *,
-        client: DynamoDBClient | None = None,
-        endpoint_url: str | None = None,
-        region: str | None = None,
-    ) -> None:
-        if client is None:
-            import boto3
-
-            client = boto3.client("dynamodb", endpoint_url=endpoint_url, region_name=region)
-        self._client = client
-        self._table = table_name
-
+class DynamoDBCatalogueStore(DynamoDBTable):
     def catalogue_stamp(self, index_name: str, source: str) -> str | None:
-        try:
-            response = self._client.get_item(
-                TableName=self._table,
-                Key=_key(index_name, source),
-                ConsistentRead=True,
-                ProjectionExpression="#stamp",
-                ExpressionAttributeNames={"#stamp": "stamp"},
-            )
-        except (ClientError, BotoCoreError) as error:
-            raise _failed("GetItem", error) from error
+        response = self._call(
+            "GetItem",
+            self._client.get_item,
+            TableName=self._table,
+            Key=_key(index_name, source),
+            ConsistentRead=True,
+            ProjectionExpression="#stamp",
+            ExpressionAttributeNames={"#stamp": "stamp"},
+        )
         stamp = response.get("Item", {}).get("stamp")
         return None if stamp is None else str(stamp["S"])
 
@@ -84,6 +65,8 @@ class DynamoDBCatalogueStore:
         )
 
     def catalogue(self, index_name: str) -> list[bytes]:
+        # Not the base's _query: a deleted document's item (no body) is filtered out
+        # by DynamoDB, and its bodies are all that is read.
         request: QueryInputTypeDef = {
             "TableName": self._table,
             "KeyConditionExpression": "pk = :pk",
@@ -94,12 +77,8 @@ class DynamoDBCatalogueStore:
         }
         bodies: list[bytes] = []
         while True:
-            try:
-                page = self._client.query(**request)
-            except (ClientError, BotoCoreError) as error:
-                raise _failed("Query", error) from error
-            items: list[dict[str, Any]] = page.get("Items", [])
-            bodies.extend(bytes(item["body"]["B"]) for item in items)
+            page = self._call("Query", self._client.query, **request)
+            bodies.extend(bytes(item["body"]["B"]) for item in page.get("Items", []))
             if "LastEvaluatedKey" not in page:
                 return bodies
             request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
@@ -112,22 +91,12 @@ class DynamoDBCatalogueStore:
     ) -> None:
         names = {"#stamp": "stamp", "#body": "body", "#source": "source"}
         used = {name: value for name, value in names.items() if name in expression}
-        try:
-            self._client.update_item(
-                TableName=self._table,
-                Key=key,
-                UpdateExpression=expression,
-                ExpressionAttributeNames=used,
-                ExpressionAttributeValues=values,
-            )
-        except (ClientError, BotoCoreError) as error:
-            raise _failed("UpdateItem", error) from error
-
-
-def _failed(operation: str, error: ClientError | BotoCoreError) -> StateStoreError:
-    if isinstance(error, ClientError):
-        code = str(error.response.get("Error", {}).get("Code", "unknown"))
-        return StateStoreError(f"DynamoDB {operation} of the catalogue failed: {code}")
-    return StateStoreError(
-        f"DynamoDB {operation} of the catalogue failed: {type(error).__name__}: {error}"
-    )
+        self._call(
+            "UpdateItem",
+            self._client.update_item,
+            TableName=self._table,
+            Key=key,
+            UpdateExpression=expression,
+            ExpressionAttributeNames=used,
+            ExpressionAttributeValues=values,
+        )

@@ -6,13 +6,9 @@ completion records it sits beside do, through a connection of its own.
 
 from __future__ import annotations
 
-import sqlite3
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
-from candor.errors import StateStoreError
+from candor.backends.sqlite_file import SqliteFile
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS catalogue (
@@ -25,28 +21,9 @@ CREATE TABLE IF NOT EXISTS catalogue (
 """
 
 
-class SqliteCatalogueStore:
+class SqliteCatalogueStore(SqliteFile):
     def __init__(self, path: Path, *, timeout: float = 30.0) -> None:
-        self.path = path
-        self._lock = threading.Lock()
-        with self._locked():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(
-                path, timeout=timeout, isolation_level=None, check_same_thread=False
-            )
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.executescript(SCHEMA)
-
-    def close(self) -> None:
-        self._db.close()
-
-    @contextmanager
-    def _locked(self) -> Iterator[None]:
-        with self._lock:
-            try:
-                yield
-            except sqlite3.Error as e:
-                raise StateStoreError(f"the catalogue in {self.path} failed: {e}") from e
+        super().__init__(path, schema=SCHEMA, what="catalogue", timeout=timeout)
 
     def catalogue_stamp(self, index_name: str, source: str) -> str | None:
         with self._locked():
