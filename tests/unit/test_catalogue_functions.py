@@ -61,6 +61,9 @@ SITE = [
         ("Which pages were updated most recently?", "recent"),
         ("Which pages are about storage?", "pages"),
         ("What does the configuration page cover?", "outline"),
+        # Read as a listing of entries called "sections" before, and passed to retrieval.
+        ("What are the sections of the deploying page?", "outline"),
+        ("List the headings of the configuration page.", "outline"),
         ("What are the options of tool push?", "entries"),
         ("List every setting.", "entries"),
         ("Which hooks are there?", "entries"),
@@ -231,3 +234,14 @@ def test_how_many_pages_gives_the_count_and_names_the_pages() -> None:
 
     assert written.text.splitlines()[0] == "The documents of Example hold 5 pages."
     assert len(written.marks) == 5
+
+
+def test_one_page_about_a_topic_is_written_in_the_singular() -> None:
+    # It read "1 page of the documents are about widget".
+    ask = asks.parse("Which pages are about storage?")
+    assert ask is not None
+    listing = functions.answer(SITE, ask)
+    assert listing is not None and listing.total == 1
+    written = answers.write(listing, ask, "Example")
+
+    assert written.text.splitlines()[0] == "1 page of the documents is about storage:"

@@ -124,7 +124,8 @@ def _pages(listing: Listing, ask: Ask, mark: _Marker) -> str:
         where = f" (under {item.group})" if item.group else ""
         cited = mark(item.record, item.heading, item.group or item.text)
         lines.append(f"- {item.text}{cited}{where}")
-    head = f"{_count(listing.total, 'page')} of the documents are about {ask.subject}:"
+    verb = "is" if listing.total == 1 else "are"
+    head = f"{_count(listing.total, 'page')} of the documents {verb} about {ask.subject}:"
     return "\n".join([head, *lines, *_more(listing)])
 
 

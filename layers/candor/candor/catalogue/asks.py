@@ -80,7 +80,8 @@ _OUTLINE = re.compile(
     r"doc|guide|chapter|article)"
     r"|what (?:sections|parts|headings|chapters|topics) (?:does|do|are (?:in|on)|are there in|"
     r"is) (?:the )?(?P<c>.+?)(?: (?:have|contain|cover|include|split into|made of))?"
-    r"|(?:give me |show me )?(?:an |the )?(?:outline|table of contents|contents|structure|"
+    r"|(?:give me |show me |what are |what's |what is |list )?(?:an |the )?(?:outline|"
+    r"table of contents|contents|structure|"
     r"sections|headings) (?:of|for|in) (?:the )?(?P<d>.+))$"
 )
 _OVERVIEW = re.compile(
