@@ -9,7 +9,9 @@ import pytest
 
 from candor.backends.hashing_embedder import HashingEmbedder
 from candor.evaluation import plain
+from candor.evaluation.retrieval_metrics import chunk_rank
 from candor.ingest.document import Document, Section
+from tests.support.pdfs import make_pdf
 
 pytestmark = pytest.mark.unit
 
@@ -68,3 +70,17 @@ def test_the_index_is_built_once_and_searched_without_a_cap(tmp_path: Path) -> N
     assert [hit.chunk.source for hit in hits] == ["kites.html"] * 3
     assert all(hit.chunk.title == "" and hit.chunk.heading == "" for hit in hits)
     index.close()
+
+
+def test_plain_passages_of_a_pdf_name_the_page_they_start_on() -> None:
+    # A question about a PDF expects a page (`manual.pdf#page=2`); plain's passages
+    # carried no page, so plain could never meet one, and on the suite's Debian
+    # Reference it scored 0.000 on every retrieval figure where its excerpts held
+    # the answers.
+    first = ["Kites need wind to fly above the trees."] * 40
+    second = ["Gliders ride the rising air over the warm hills."] * 40
+    chunks = plain.chunks_of([("manual.pdf", make_pdf([first, second]))])
+
+    assert chunks[0].page == 1
+    assert chunks[-1].page == 2
+    assert chunk_rank(chunks[-1:], ["manual.pdf#page=2"], all_needed=False) == 1

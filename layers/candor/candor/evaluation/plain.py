@@ -21,6 +21,7 @@ from candor.evaluation.corpus import corpus_digest
 from candor.ingest.chunking import chunk_id
 from candor.ingest.document import Document
 from candor.ingest.loaders import load_document
+from candor.ingest.pages import with_pages
 from candor.ports import Embedder
 from candor.retrieval import rrf_fuse
 from candor.types import Chunk, Hit
@@ -29,6 +30,9 @@ CHUNK_SIZE = 800
 CHUNK_OVERLAP = 100
 SEPARATORS = ("\n\n", "\n", " ", "")
 RRF_K = 60
+# In the index's name: a change to what plain stores (2: a PDF passage's page)
+# builds a new index in place of reusing one that lacks it.
+VERSION = 2
 _BATCH = 64
 
 
@@ -118,13 +122,18 @@ def chunks_of(documents: Sequence[tuple[str, bytes]]) -> list[Chunk]:
             document = load_document(data, source)
         except IngestError:
             continue  # candor's own index leaves it out too
-        for number, text in enumerate(split_text(document_text(document))):
-            chunks.append(Chunk(id=chunk_id(source, number), text=text, source=source))
+        pieces = [
+            Chunk(id=chunk_id(source, number), text=text, source=source)
+            for number, text in enumerate(split_text(document_text(document)))
+        ]
+        # A PDF's passages name the page they start on, as candor's do: a question
+        # about a PDF expects a page, and plain must be able to meet it.
+        chunks.extend(with_pages(pieces, document.pages) if document.pages else pieces)
     return chunks
 
 
 def index_path(data_dir: Path, documents: Sequence[tuple[str, bytes]], embedder: Embedder) -> Path:
-    digest = corpus_digest(documents, embedder, "plain", CHUNK_SIZE, CHUNK_OVERLAP)
+    digest = corpus_digest(documents, embedder, "plain", VERSION, CHUNK_SIZE, CHUNK_OVERLAP)
     return data_dir / "indexes" / f"plain-{digest[:16]}.sqlite3"
 
 
