@@ -244,3 +244,33 @@ def test_a_name_the_passages_shown_hold_is_shown_without_a_lookup(
     found, passages = check("How do I push to GitHub?", shown, index)
     assert found.shown == ("GitHub",) and found.in_index == () and found.absent == ()
     assert passages == tuple(shown)
+
+
+def test_a_name_no_document_holds_is_absent_in_an_index_full_of_its_words(
+    tmp_path: Path,
+) -> None:
+    # Regression of 6fcb4d4: a name was absent only when the lookup returned fewer
+    # chunks than it asked for. In a real manual the words of "CREATE PROCEDURE",
+    # "PRAGMA key" or "SQLCipher"'s neighbours fill any lookup, so no name was ever
+    # absent: validation's sqlite-026 and sqlite-032, declined by the gate on
+    # 2026-12-05, were answered from unrelated passages on 2026-12-06.
+    embedder = HashingEmbedder()
+    full = grounding.MAX_LOOKUP_CANDIDATES + 10
+    chunks = [
+        Chunk(f"c-{n}", f"CREATE TABLE t{n} makes a table. PRAGMA key_{n} sets a key.", "x.html")
+        for n in range(full)
+    ]
+    chunks += [Chunk(f"o-{n}", f"Other page {n} on backups.", "o.html") for n in range(2 * full)]
+    index = SqliteVectorIndex(tmp_path / "full.sqlite3", embedder.dimensions)
+    index.upsert(chunks, embedder.embed([c.text for c in chunks]))
+    try:
+        shown = [hit("c-0", chunks[0].text, "x.html")]
+        found, _ = check("How do I write a stored procedure with `CREATE PROCEDURE`?", shown, index)
+        assert found.absent == ("CREATE PROCEDURE",)
+        both, _ = check("How do I give SQLCipher its passphrase with `PRAGMA key`?", shown, index)
+        assert set(both.absent) == {"PRAGMA key", "SQLCipher"}
+        # A name the index holds, among as many chunks of its words, is still found.
+        held, _ = check("What does `CREATE TABLE` do with `PRAGMA key_7`?", [], index)
+        assert held.absent == ()
+    finally:
+        index.close()

@@ -228,14 +228,17 @@ def _lookup(
     terms of the same query). Returns the hits per name key, and whether the first
     query found anything at all.
 
-    A name no found chunk holds is absent only if the query returned fewer chunks
-    than it asked for, so that every chunk holding any of the names was read; else
-    its hits are None (not known), and the grade judges instead.
+    A name that none of the chunks found holds is absent. The query reads
+    LOOKUP_CANDIDATES chunks per name, and a chunk that holds a name holds all its
+    terms, its phrase included, so it ranks above the many that hold one of its
+    words: trusting the ranking is what the gate did with one query a name. (Asking
+    that the query return fewer chunks than it asked for, so that every chunk with
+    any of the names' words was read, left every name of a real manual unknown:
+    the words of "CREATE PROCEDURE" fill any lookup.)
     """
     top_k = min(LOOKUP_CANDIDATES * len(names), MAX_LOOKUP_CANDIDATES)
     keywords = " ".join(lookup_keywords(name) for name, _ in names)
     alone = index.query(vector=None, keywords=keywords, top_k=top_k).keyword
-    complete = len(alone) < top_k
     products = [name for name, product in names if product]
     ranked: list[Hit] = []
     if products and alone:
@@ -243,12 +246,10 @@ def _lookup(
         by_question = " ".join(lookup_keywords(name) for name in products) + f" {question}"
         ranked = index.query(vector=None, keywords=by_question, top_k=top_k).keyword
 
-    def held(name: str, product: bool) -> tuple[Hit, ...] | None:
+    def held(name: str, product: bool) -> tuple[Hit, ...]:
         if product:
-            found = _unique(h for h in [*ranked, *alone] if proper_names.holds(_whole(h), name))
-        else:
-            found = tuple(h for h in alone if mentions(_whole(h), name))
-        return found if found or complete else None
+            return _unique(h for h in [*ranked, *alone] if proper_names.holds(_whole(h), name))
+        return tuple(h for h in alone if mentions(_whole(h), name))
 
     hits: dict[str, tuple[Hit, ...] | None] = {}
     for name, product in names:
@@ -266,8 +267,7 @@ class _Finding:
     name: str
     product: bool
     shown: bool
-    # None: not looked up (shown; no keyword search; past MAX_LOOKUP_NAMES; or a
-    # query too crowded to tell).
+    # None: not looked up (shown; no keyword search; past MAX_LOOKUP_NAMES).
     hits: tuple[Hit, ...] | None = None
 
 

@@ -104,8 +104,8 @@ class Lookups:
     grade visits, so that no name is looked up twice (candor.graph.grounding).
 
     `found` holds, per name looked up ("code:--flag", "product:GitHub"), the chunks
-    that hold it (empty: no document does; None: not known, the query was too
-    crowded to tell). `keyword_search` is whether the index answers keyword queries
+    that hold it (empty: no document does; None: not known, the index has no
+    keyword search). `keyword_search` is whether the index answers keyword queries
     (None: not asked yet).
     """
 
