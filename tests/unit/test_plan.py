@@ -4,10 +4,12 @@ a question with one ask takes the path it took before, with no added step or cal
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 import pytest
 
 from candor import planning, service
+from candor.deps import Deps
 from candor.graph import limits
 from tests.conftest import MakeDeps
 from tests.support.fakes import ScriptedChatModel
@@ -82,6 +84,11 @@ TWO_ASKS = (
 )
 
 
+def planning_on(deps: Deps) -> Deps:
+    """The deps with CANDOR_PLAN_QUESTIONS=true (off by default)."""
+    return replace(deps, settings=deps.settings.model_copy(update={"plan_questions": True}))
+
+
 def test_each_ask_keeps_an_excerpt_and_the_whole_is_graded_once(make_deps: MakeDeps) -> None:
     chat = ScriptedChatModel(
         {
@@ -94,7 +101,7 @@ def test_each_ask_keeps_an_excerpt_and_the_whole_is_graded_once(make_deps: MakeD
         }
     )
 
-    result = asyncio.run(service.ask(make_deps(chat), TWO_ASKS))
+    result = asyncio.run(service.ask(planning_on(make_deps(chat)), TWO_ASKS))
 
     assert [step.node for step in result.trace] == [
         "moderate",
@@ -119,7 +126,9 @@ def test_a_question_with_one_ask_takes_the_path_it_took_before(make_deps: MakeDe
         }
     )
 
-    result = asyncio.run(service.ask(make_deps(chat), "Why is --force-with-lease safe?"))
+    result = asyncio.run(
+        service.ask(planning_on(make_deps(chat)), "Why is --force-with-lease safe?")
+    )
 
     assert [step.node for step in result.trace] == [
         "moderate",
@@ -140,17 +149,7 @@ def test_with_planning_off_a_question_with_two_asks_is_searched_whole(
             "text": ["It refuses to overwrite work you have not seen [1]."],
         }
     )
-    deps = make_deps(chat)
-    deps = type(deps)(
-        deps.settings.model_copy(update={"plan_questions": False}),
-        deps.chat,
-        deps.embedder,
-        deps.index,
-        deps.reranker,
-        deps.state,
-    )
-
-    result = asyncio.run(service.ask(deps, TWO_ASKS))
+    result = asyncio.run(service.ask(make_deps(chat), TWO_ASKS))  # off by default
 
     assert "plan" not in [step.node for step in result.trace]
 
@@ -176,7 +175,7 @@ def test_a_planned_question_every_grade_declines_stays_within_its_reserved_reads
             "text": ["I could not find that in the documents."],
         }
     )
-    deps = make_deps(chat)
+    deps = planning_on(make_deps(chat))
     question = (
         "Why is --force-with-lease safe, and how do I fix a commit message, "
         "and what does git commit --amend replace?"
