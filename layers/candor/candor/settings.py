@@ -74,9 +74,9 @@ class ContextBudget(BaseModel):
 # CANDOR_PASSAGE_CHARS say otherwise (docs/quality.md, "Context budgets"). The local
 # 1.5B model answered no better from 2,400 characters than from 1,800, and more slowly.
 # OpenAI's: on the five manuals pooled, answer context rises by 0.098 from 1,800 to
-# 3,600 characters and 0.082 from 3,600 to 6,000, then 0.033 to 9,000 for more than
-# those cost ($0.00018 and $0.00022 a question at gpt-4o-mini's rates): 6,000 is
-# where it stops rising faster than its price.
+# 3,600 characters ($0.00012 more a question at gpt-4o-mini's rates), by 0.082 from
+# 3,600 to 6,000 ($0.00018 more) and by only 0.033 from 6,000 to 9,000 ($0.00022
+# more): 6,000 is where it stops rising faster than its price.
 CONTEXT_BUDGETS: dict[str, ContextBudget] = {
     "local": ContextBudget(chars=1800, excerpts=6, excerpt_chars=600),
     "openai": ContextBudget(chars=6000, excerpts=10, excerpt_chars=800),
